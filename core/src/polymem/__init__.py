@@ -1,0 +1,98 @@
+"""polymem: one memory for every agent framework.
+
+A framework-neutral memory core — records scored with half-life decay, hybrid
+recall, working memory, consolidation — on an embedded SQLite file by default.
+
+>>> import polymem
+>>> with polymem.open("memory://", embedder=None) as mem:
+...     rec = mem.save("My favourite colour is blue", user_id="ann", category="preference")
+...     [hit.memory.content for hit in mem.recall("favourite colour", user_id="ann")]
+['My favourite colour is blue']
+
+See docs/api.md for the whole API.
+"""
+
+from ._embedders import HttpEmbedder, OnnxEmbedder, SentenceTransformerEmbedder, default_embedder
+from ._engine import RuleContradictionJudge
+from ._errors import (
+    ContentTooLargeError,
+    DimensionMismatchError,
+    EmptyContentError,
+    InvalidFilterError,
+    InvalidInput,
+    InvalidURLError,
+    MissingDependencyError,
+    NaiveDatetimeError,
+    NotFoundError,
+    PermissionDeniedError,
+    PolymemError,
+    ReembedRequiredError,
+    SnapshotError,
+    StoreClosedError,
+    VersionConflictError,
+)
+from ._extract import ExtractiveSummarizer, RuleExtractor
+from ._memory import AsyncMemory, AsyncSession, Memory, Session, open, open_async
+from ._models import (
+    ConsolidationReport,
+    ImportReport,
+    MemoryDraft,
+    MemoryRecord,
+    Message,
+    RecallHit,
+    SessionInfo,
+    ToolCall,
+)
+from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
+from ._scoring import ScoringPolicy
+from ._text import approx_token_count
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncMemory",
+    "AsyncSession",
+    "ConsolidationReport",
+    "ContentTooLargeError",
+    "ContradictionJudge",
+    "DimensionMismatchError",
+    "Embedder",
+    "EmptyContentError",
+    "ExtractiveSummarizer",
+    "Extractor",
+    "HttpEmbedder",
+    "ImportReport",
+    "InvalidFilterError",
+    "InvalidInput",
+    "InvalidURLError",
+    "MemoryDraft",
+    "MemoryRecord",
+    "Memory",
+    "Message",
+    "MissingDependencyError",
+    "NaiveDatetimeError",
+    "NotFoundError",
+    "OnnxEmbedder",
+    "PermissionDeniedError",
+    "PolymemError",
+    "RecallHit",
+    "ReembedRequiredError",
+    "Reranker",
+    "RuleContradictionJudge",
+    "RuleExtractor",
+    "ScoringPolicy",
+    "SentenceTransformerEmbedder",
+    "Session",
+    "SessionInfo",
+    "SnapshotError",
+    "StoreClosedError",
+    "Summarizer",
+    "TokenCounter",
+    "ToolCall",
+    "VersionConflictError",
+    "__version__",
+    "approx_token_count",
+    "default_embedder",
+    "open",
+    "open_async",
+]

@@ -1,0 +1,156 @@
+"""The storage contract every backend implements (SQLite today; PostgreSQL next).
+
+The engine (`_engine.py`) holds every decision about scoring, recall and
+consolidation; a backend only stores, filters and returns candidates. All
+methods are synchronous and thread-safe; `AsyncMemory` drives them from a
+worker thread, and a natively async backend implements the same names as
+coroutines.
+"""
+
+from __future__ import annotations
+
+import builtins
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record found by a search, with its raw similarity and text rank."""
+
+    record: MemoryRecord
+    similarity: float | None
+    text_rank: float | None
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Everything a backend needs to gather recall candidates inside its filters."""
+
+    namespace: str
+    user_id: str | None
+    agent_id: str | None
+    category: str | None
+    filter: dict[str, Any] | None
+    query_vector: np.ndarray | None
+    model_id: str | None
+    terms: tuple[str, ...]
+    now: datetime
+    limit: int
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """A record to insert, with its vector and the keys that make saves idempotent."""
+
+    record: MemoryRecord
+    vector: np.ndarray | None
+    content_hash: str
+    idempotency_key: str | None
+    terms: tuple[str, ...]
+
+
+class Backend(ABC):
+    """Storage for records, versions, vectors, full text and working memory."""
+
+    url: str
+
+    @abstractmethod
+    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+        """Insert records; an existing one with the same idempotency key, or the same
+        content hash in the same scope, is refreshed and returned instead (False)."""
+
+    @abstractmethod
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
+               now: datetime, vector: np.ndarray | None, model_id: str | None,
+               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+        """Write a new version (compare-and-set on `version` when expected_version is given)."""
+
+    @abstractmethod
+    def delete(self, namespace: str, memory_id: str) -> bool: ...
+
+    @abstractmethod
+    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
+
+    @abstractmethod
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
+        """Active records whose vector is missing or from another model."""
+
+    @abstractmethod
+    def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
+        """Record accesses off the read path (applied in the background)."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Wait until background bookkeeping is written."""
+
+    @abstractmethod
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+
+    @abstractmethod
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]: ...
+
+    @abstractmethod
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
+
+    @abstractmethod
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                    now: datetime) -> ImportReport: ...
+
+    @abstractmethod
+    def stats(self, namespace: str) -> dict[str, Any]: ...
+
+    # working memory
+    @abstractmethod
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None: ...
+
+    @abstractmethod
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None: ...
+
+    @abstractmethod
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]: ...
+
+    @abstractmethod
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None: ...
+
+    @abstractmethod
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]: ...
+
+    @abstractmethod
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
+
+    @abstractmethod
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None: ...
+
+    @abstractmethod
+    def session_delete(self, namespace: str, session_id: str) -> bool: ...
+
+    @abstractmethod
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

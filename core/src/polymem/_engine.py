@@ -1,0 +1,656 @@
+"""The memory logic, written once as plans.
+
+Each public operation is a generator that yields `Op`s (a backend call, an
+embedding, or a plug-in call) and returns the result. `Memory` drives a plan
+synchronously, `AsyncMemory` awaits each op (in a worker thread, or natively
+for an async backend): the same behaviour by construction (see httpx's
+`Auth.auth_flow`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ._backend import Candidate, NewRecord, SearchRequest
+from ._embedders import as_matrix
+from ._errors import (
+    ContentTooLargeError,
+    EmptyContentError,
+    InvalidInput,
+    NotFoundError,
+    ReembedRequiredError,
+    VersionConflictError,
+)
+from ._models import (
+    ConsolidationReport,
+    MemoryDraft,
+    MemoryRecord,
+    Message,
+    RecallHit,
+    SessionInfo,
+    ToolCall,
+    check_metadata,
+    new_id,
+)
+from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
+from ._scoring import ScoringPolicy
+from ._text import content_hash, numbers_with_units, query_terms, terms
+from ._time import Clock, require_aware
+
+
+@dataclass(frozen=True)
+class Op:
+    """One step of a plan: `target` is "backend", "embed" or "call"."""
+
+    target: str
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    func: Callable[..., Any] | None = None
+
+
+Plan = Generator[Op, Any, Any]
+
+
+def _backend(name: str, *args: Any, **kwargs: Any) -> Op:
+    return Op("backend", name, args, kwargs)
+
+
+def _call(func: Callable[..., Any], *args: Any) -> Op:
+    return Op("call", getattr(func, "__qualname__", "call"), args, func=func)
+
+
+MAX_TOP_K = 1000
+CANDIDATES = 100
+_CHANGE_MARKERS = re.compile(
+    r"\b(now|switched|switch|changed|change|no longer|not anymore|anymore|any more|instead|actually|moved|"
+    r"these days|nowadays|started|stopped)\b|现在|改成|改为|换成|不再",
+    re.IGNORECASE,
+)
+_SLOT = re.compile(r"\b(?:my|the user's|user's)\s+((?:favou?rite\s+)?[\w ]{2,30}?)\s+(?:is|are)\s+(?:now\s+)?(.+)",
+                   re.IGNORECASE)
+
+
+class RuleContradictionJudge:
+    """Default contradiction rule (no LLM): a newer statement in the same scope that
+    is related to the older one and says it changed ("now", "switched", "no longer"…),
+    or that gives another value to the same slot ("my favourite colour is …")."""
+
+    def __init__(self, min_similarity: float = 0.55, marker_similarity: float = 0.3) -> None:
+        self.min_similarity = min_similarity
+        self.marker_similarity = marker_similarity
+
+    def supersedes(self, older: MemoryRecord, newer: MemoryRecord, similarity: float) -> bool:
+        old_slot, new_slot = _SLOT.search(older.content), _SLOT.search(newer.content)
+        if old_slot and new_slot and old_slot.group(1).casefold() == new_slot.group(1).casefold():
+            return old_slot.group(2).strip(" .").casefold() != new_slot.group(2).strip(" .").casefold()
+        if _CHANGE_MARKERS.search(newer.content):
+            return similarity >= self.marker_similarity
+        return False
+
+
+@dataclass
+class SessionSpec:
+    """The settings of one working-memory session handle."""
+
+    session_id: str
+    user_id: str | None
+    agent_id: str | None
+    max_tokens: int | None
+    ttl: timedelta | None
+    overflow: str
+    keep_last: int
+
+
+class Engine:
+    """Configuration plus the plans of every operation."""
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        embedder: Embedder | None,
+        clock: Clock,
+        scoring: ScoringPolicy,
+        extractor: Extractor,
+        summarizer: Summarizer | None,
+        token_counter: TokenCounter,
+        judge: ContradictionJudge,
+        max_content_chars: int,
+    ) -> None:
+        if not namespace or not isinstance(namespace, str):
+            raise InvalidInput("namespace must be a non-empty string")
+        self.namespace = namespace
+        self.embedder = embedder
+        self.clock = clock
+        self.scoring = scoring
+        self.extractor = extractor
+        self.summarizer = summarizer
+        self.token_counter = token_counter
+        self.judge = judge
+        self.max_content_chars = max_content_chars
+
+    # -- validation ---------------------------------------------------------------------------
+    def _content(self, content: Any, what: str = "content") -> str:
+        if not isinstance(content, str):
+            raise InvalidInput(f"{what} must be a string, got {type(content).__name__}")
+        if not content.strip():
+            raise EmptyContentError(f"{what} is empty")
+        if len(content) > self.max_content_chars:
+            raise ContentTooLargeError(
+                f"{what} has {len(content)} characters; the limit is {self.max_content_chars} "
+                "(split it, or open the store with a larger max_content_chars)")
+        return content
+
+    @staticmethod
+    def _importance(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+            raise InvalidInput(f"importance must be a number in [0, 1], got {value!r}")
+        return float(value)
+
+    @staticmethod
+    def _label(value: Any, what: str, optional: bool = False) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
+        return value
+
+    # -- long-term memory ---------------------------------------------------------------------
+    def _draft_to_new(self, draft: MemoryDraft, *, user_id: str | None, agent_id: str | None,
+                      session_id: str | None, expire_at: datetime | None, idempotency_key: str | None,
+                      now: datetime) -> NewRecord:
+        content = self._content(draft.content)
+        self._label(user_id, "user_id", optional=True)
+        self._label(agent_id, "agent_id", optional=True)
+        self._label(session_id, "session_id", optional=True)
+        self._label(draft.category, "category")
+        self._label(draft.source, "source")
+        importance = self.scoring.base_score(draft.source) if draft.importance is None else self._importance(draft.importance)
+        entities = tuple(draft.entities or ())
+        if not all(isinstance(e, str) for e in entities):
+            raise InvalidInput("entities must be strings")
+        if expire_at is not None:
+            expire_at = require_aware(expire_at, "expire_at")
+        if idempotency_key is not None:
+            self._label(idempotency_key, "idempotency_key")
+        record = MemoryRecord(
+            memory_id=new_id(), content=content, category=draft.category, source=draft.source,
+            importance=importance, user_id=user_id, agent_id=agent_id, session_id=session_id,
+            namespace=self.namespace, created_at=now, updated_at=now, expire_at=expire_at,
+            embedding_model=self.embedder.model_id if self.embedder else None, entities=entities,
+            metadata=check_metadata(draft.metadata),
+        )
+        return NewRecord(record, None, content_hash(content), idempotency_key, tuple(terms(content)))
+
+    def save(self, content: str, *, user_id: str | None, agent_id: str | None = None, session_id: str | None = None,
+             category: str = "fact", source: str = "user_input", importance: float | None = None,
+             entities: Sequence[str] | None = None, metadata: dict[str, Any] | None = None,
+             expire_at: datetime | None = None, idempotency_key: str | None = None,
+             vector: Sequence[float] | None = None) -> Plan:
+        draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
+                            entities=tuple(entities or ()), metadata=metadata or {})
+        records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                               expire_at=expire_at, idempotency_keys=[idempotency_key],
+                                               vectors=None if vector is None else [vector])
+        return records[0]
+
+    def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
+                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None) -> Plan:
+        return (yield from self._save_drafts(list(drafts), user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                             expire_at=None, idempotency_keys=[None] * len(drafts), vectors=vectors))
+
+    def _save_drafts(self, drafts: builtins.list[MemoryDraft], *, user_id: str | None, agent_id: str | None,
+                     session_id: str | None, expire_at: datetime | None, idempotency_keys: Sequence[str | None],
+                     vectors: Sequence[Sequence[float]] | None) -> Plan:
+        if not drafts:
+            return []
+        now = self.clock()
+        items = [self._draft_to_new(d, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                    expire_at=expire_at, idempotency_key=k, now=now)
+                 for d, k in zip(drafts, idempotency_keys)]
+        if vectors is not None:
+            if len(vectors) != len(items):
+                raise InvalidInput("give one vector per memory")
+            if self.embedder is None:
+                raise InvalidInput("vectors were given but the store has no embedder (lexical-only mode)")
+            matrix = as_matrix(vectors, self.embedder.dimension)
+        elif self.embedder is not None:
+            raw = yield Op("embed", "embed", ([i.record.content for i in items],))
+            matrix = as_matrix(raw, self.embedder.dimension)
+        else:
+            matrix = None
+        if matrix is not None:
+            items = [NewRecord(i.record, matrix[n], i.content_hash, i.idempotency_key, i.terms)
+                     for n, i in enumerate(items)]
+        results = yield _backend("insert", items, now)
+        return [record for record, _ in results]
+
+    def get(self, memory_id: str) -> Plan:
+        self._label(memory_id, "memory_id")
+        found = yield _backend("get", self.namespace, [memory_id])
+        return found[0] if found else None
+
+    def list(self, *, user_id: str | None = None, agent_id: str | None = None, category: str | None = None,
+             filter: dict[str, Any] | None = None, status: str | None = "active", limit: int = 100,
+             offset: int = 0) -> Plan:
+        if not isinstance(limit, int) or not 1 <= limit <= 10_000 or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("limit must be in [1, 10000] and offset >= 0")
+        return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
+
+    def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
+               category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
+        query = self._content(query, "query")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
+        from ._filters import compile_filter
+
+        compile_filter(filter)  # validate before any work
+        now = self.clock()
+        query_vector = None
+        model_id = self.embedder.model_id if self.embedder else None
+        if self.embedder is not None:
+            foreign = yield _backend("count_foreign_vectors", self.namespace, model_id)
+            if foreign:
+                raise ReembedRequiredError(
+                    f"{foreign} memories in namespace {self.namespace!r} were embedded with another model "
+                    f"(or none); the store now uses {model_id!r}. Run `polymem reembed` (or Memory.reembed()) "
+                    "so vector spaces are never mixed.")
+            raw = yield Op("embed", "embed", ([query],))
+            query_vector = as_matrix(raw, self.embedder.dimension)[0]
+        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query_vector, model_id,
+                                tuple(query_terms(query)), now, max(CANDIDATES, top_k))
+        candidates = yield _backend("search", request)
+        hits = self.rank(candidates, now, vector_mode=query_vector is not None)[:top_k]
+        if self.scoring.reinforce and hits:
+            bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
+            yield _backend("reinforce", self.namespace, bonuses, now)
+        return hits
+
+    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool) -> builtins.list[RecallHit]:
+        """Admit relevant candidates, blend relevance with the live score, order by score."""
+        policy = self.scoring
+        best = max((c.similarity for c in candidates if c.similarity is not None), default=0.0)
+        # A broad query ("what do you know about me?") is far from everything; admit what is
+        # nearly as close as the best match, but never what is plainly unrelated.
+        admit = min(policy.min_similarity, max(policy.relative_floor, best - policy.relative_margin))
+        hits = []
+        for c in candidates:
+            text = c.text_rank
+            if vector_mode:
+                sim = c.similarity
+                if not ((sim is not None and sim >= admit) or text is not None):
+                    continue
+                relevance = policy.vector_weight * max(0.0, sim or 0.0) + (1 - policy.vector_weight) * (text or 0.0)
+            else:
+                if text is None:
+                    continue
+                relevance = text
+            live = policy.live_score(c.record, now)
+            hits.append(RecallHit(c.record, policy.blend(relevance, live), relevance, c.similarity, text, live))
+        hits.sort(key=lambda h: (-h.score, h.memory.created_at, h.memory.memory_id))
+        return hits
+
+    def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
+               importance: float | None = None, metadata: dict[str, Any] | None = None,
+               expected_version: int | None = None, status: str | None = None,
+               entities: Sequence[str] | None = None) -> Plan:
+        self._label(memory_id, "memory_id")
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = self._content(content)
+        if category is not None:
+            changes["category"] = self._label(category, "category")
+        if importance is not None:
+            changes["importance"] = self._importance(importance)
+        if metadata is not None:
+            changes["metadata"] = check_metadata(metadata)
+        if entities is not None:
+            changes["entities"] = tuple(entities)
+        if status is not None:
+            if status not in ("active", "archived", "blocked"):
+                raise InvalidInput(f"status must be active, archived or blocked, not {status!r}")
+            changes["status"] = status
+        if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
+            raise InvalidInput("expected_version must be an integer")
+        if not changes:
+            raise InvalidInput("update needs at least one of content, category, importance, metadata")
+        vector, model_id, chash, new_terms = None, None, None, None
+        if "content" in changes:
+            chash, new_terms = content_hash(changes["content"]), terms(changes["content"])
+            if self.embedder is not None:
+                raw = yield Op("embed", "embed", ([changes["content"]],))
+                vector, model_id = as_matrix(raw, self.embedder.dimension)[0], self.embedder.model_id
+        return (yield _backend("update", self.namespace, memory_id, changes, expected_version, self.clock(),
+                               vector, model_id, chash, new_terms))
+
+    def delete(self, memory_id: str) -> Plan:
+        self._label(memory_id, "memory_id")
+        return (yield _backend("delete", self.namespace, memory_id))
+
+    def history(self, memory_id: str) -> Plan:
+        self._label(memory_id, "memory_id")
+        return (yield _backend("history", self.namespace, memory_id))
+
+    def ingest(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None = None,
+               session_id: str | None = None) -> Plan:
+        messages = [_as_message(m) for m in messages]
+        if not messages:
+            return []
+        drafts = yield _call(self.extractor.extract, messages)
+        drafts = [d for d in drafts if isinstance(d, MemoryDraft) and d.content.strip()]
+        return (yield from self.save_many(drafts, user_id=user_id, agent_id=agent_id, session_id=session_id))
+
+    def reembed(self, progress: Callable[[int], None] | None = None, batch: int = 256) -> Plan:
+        if self.embedder is None:
+            raise InvalidInput("the store has no embedder; open it with one to re-embed")
+        done = 0
+        while True:
+            rows = yield _backend("pending_reembed", self.namespace, self.embedder.model_id, batch)
+            if not rows:
+                return done
+            raw = yield Op("embed", "embed", ([content for _, content in rows],))
+            matrix = as_matrix(raw, self.embedder.dimension)
+            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
+            done += len(rows)
+            if progress:
+                progress(len(rows))
+
+    # -- consolidation ------------------------------------------------------------------------
+    def consolidate(self, progress: Callable[[int], None] | None = None) -> Plan:
+        """Expire, archive what decayed, merge near-duplicates, supersede contradictions."""
+        now = self.clock()
+        report = ConsolidationReport()
+        for session_id in (yield _backend("sessions_expired", self.namespace, now)):
+            yield _backend("session_delete", self.namespace, session_id)
+            report.sessions_expired += 1
+        model_id = self.embedder.model_id if self.embedder else None
+        rows = yield _backend("active_with_vectors", self.namespace, model_id)
+        survivors: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        for record, vector in rows:
+            if record.expire_at is not None and record.expire_at <= now:
+                if (yield from self._retire(record, {"archived_reason": "expired"})):
+                    report.expired.append(record.memory_id)
+            elif self.scoring.decay and self.scoring.live_score(record, now) < self.scoring.archive_below:
+                if (yield from self._retire(record, {"archived_reason": "decayed"})):
+                    report.archived.append(record.memory_id)
+            else:
+                survivors.append((record, vector))
+            if progress:
+                progress(1)
+        groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+        for record, vector in survivors:
+            groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
+        for members in groups.values():
+            yield from self._consolidate_group(members, report)
+        return report
+
+    def _retire(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Plan:
+        try:
+            yield _backend("update", self.namespace, record.memory_id,
+                           {"status": status, "metadata": {**record.metadata, **reason}}, record.version,
+                           self.clock(), None, None, None, None)
+        except (VersionConflictError, NotFoundError):
+            return False
+        return True
+
+    def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
+                           report: ConsolidationReport) -> Plan:
+        # Pass 1: near-duplicates fold into the oldest copy.
+        kept: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        for record, vector in members:
+            index = next((i for i, (older, older_vector) in enumerate(kept)
+                          if content_hash(older.content) == content_hash(record.content)
+                          or (_similarity(older, older_vector, record, vector) >= self.scoring.merge_similarity
+                              and same_facts(older.content, record.content))), None)
+            if index is None:
+                kept.append((record, vector))
+                continue
+            merged = yield from self._merge(kept[index][0], record)
+            if merged is not None:
+                report.merged.setdefault(kept[index][0].memory_id, []).append(record.memory_id)
+                kept[index] = (merged, kept[index][1])
+        # Pass 2: a newer statement supersedes the most similar older one it contradicts.
+        live: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        for record, vector in kept:
+            scored = sorted(((_similarity(o, ov, record, vector), i) for i, (o, ov) in enumerate(live)), reverse=True)
+            index = next((i for sim, i in scored if self.judge.supersedes(live[i][0], record, sim)), None)
+            if index is None:
+                live.append((record, vector))
+                continue
+            older = live[index][0]
+            updated = yield from self._supersede(older, record)
+            if updated is not None:
+                report.superseded[older.memory_id] = record.memory_id
+                live[index] = (updated, vector)
+            else:
+                live.append((record, vector))
+
+    def _merge(self, keeper: MemoryRecord, other: MemoryRecord) -> Plan:
+        metadata = {**other.metadata, **keeper.metadata,
+                    "merged_from": [*keeper.metadata.get("merged_from", []), other.memory_id]}
+        entities = tuple(dict.fromkeys([*keeper.entities, *other.entities]))
+        try:
+            merged = yield _backend(
+                "update", self.namespace, keeper.memory_id,
+                {"metadata": metadata, "entities": entities, "importance": max(keeper.importance, other.importance),
+                 "access_count": keeper.access_count + other.access_count,
+                 "last_accessed_at": max((t for t in (keeper.last_accessed_at, other.last_accessed_at) if t),
+                                         default=None)},
+                keeper.version, self.clock(), None, None, None, None)
+        except (VersionConflictError, NotFoundError):
+            return None
+        yield from self._retire(other, {"archived_reason": "merged", "merged_into": keeper.memory_id})
+        return merged
+
+    def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
+        """The older memory takes the newer truth as its next version; the newer copy retires."""
+        metadata = {**older.metadata, **newer.metadata,
+                    "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
+                    "superseded_by": newer.memory_id}
+        vector = None
+        if self.embedder is not None:
+            raw = yield Op("embed", "embed", ([newer.content],))
+            vector = as_matrix(raw, self.embedder.dimension)[0]
+        try:
+            updated = yield _backend(
+                "update", self.namespace, older.memory_id,
+                {"content": newer.content, "metadata": metadata, "importance": max(older.importance, newer.importance),
+                 "source": newer.source, "entities": tuple(dict.fromkeys([*older.entities, *newer.entities]))},
+                older.version, self.clock(), vector, self.embedder.model_id if self.embedder else None,
+                content_hash(newer.content), terms(newer.content))
+        except (VersionConflictError, NotFoundError):
+            return None
+        yield from self._retire(newer, {"archived_reason": "superseded", "merged_into": older.memory_id})
+        return updated
+
+    # -- working memory -----------------------------------------------------------------------
+    def _live_session(self, spec: SessionSpec) -> Plan:
+        """The session's info, after dropping it if its TTL ran out."""
+        info: SessionInfo | None = yield _backend("session_info", self.namespace, spec.session_id)
+        if info is not None and info.expire_at is not None and info.expire_at <= self.clock():
+            yield _backend("session_delete", self.namespace, spec.session_id)
+            return None
+        return info
+
+    def session_add(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
+        checked = []
+        now = self.clock()
+        for message in messages:
+            message = _as_message(message)
+            self._label(message.role, "role")
+            if not message.content.strip() and not message.tool_calls and not message.parts:
+                raise EmptyContentError("a message needs content, tool calls or parts")
+            if len(message.content) > self.max_content_chars:
+                raise ContentTooLargeError(f"message has {len(message.content)} characters; the limit is "
+                                           f"{self.max_content_chars}")
+            if message.created_at is None:
+                message = message.replace(created_at=now)
+            checked.append((message, self.token_counter(_message_text(message))))
+        yield from self._live_session(spec)
+        expire = now + spec.ttl if spec.ttl is not None else None
+        yield _backend("session_touch", self.namespace, spec.session_id, spec.user_id, spec.agent_id, now, expire)
+        yield _backend("session_append", self.namespace, spec.session_id, checked)
+        if spec.max_tokens is not None:
+            yield from self._fit_window(spec)
+        return [m for m, _ in checked]
+
+    def _fit_window(self, spec: SessionSpec) -> Plan:
+        assert spec.max_tokens is not None
+        window = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        info = yield _backend("session_info", self.namespace, spec.session_id)
+        summary = info.summary if info else None
+        total = sum(t for _, t in window) + (self.token_counter(summary) if summary else 0)
+        if total <= spec.max_tokens:
+            return
+        overflow: builtins.list[Message] = []
+        movable = max(0, len(window) - spec.keep_last)
+        for message, tokens in window[:movable]:
+            if total <= spec.max_tokens:
+                break
+            overflow.append(message)
+            total -= tokens
+        if not overflow:
+            return
+        if spec.overflow == "summarize":
+            new_summary = None
+            if self.summarizer is not None:
+                new_summary = yield _call(self.summarizer.summarize, summary, overflow)
+            if not new_summary or not keeps_numbers(summary, overflow, new_summary):
+                new_summary = raw_summary(summary, overflow)
+            yield _backend("session_set_summary", self.namespace, spec.session_id, new_summary)
+        yield _backend("session_evict", self.namespace, spec.session_id, [m.message_id for m in overflow])
+
+    def session_messages(self, spec: SessionSpec, window_only: bool = True) -> Plan:
+        info = yield from self._live_session(spec)
+        if info is None:
+            return []
+        rows = yield _backend("session_messages", self.namespace, spec.session_id, window_only)
+        messages = [m for m, _ in rows]
+        if window_only and info.summary:
+            messages.insert(0, Message(role="system", content=info.summary, metadata={"polymem_summary": True},
+                                       message_id=f"summary-{spec.session_id}", created_at=info.updated_at))
+        return messages
+
+    def session_summary(self, spec: SessionSpec) -> Plan:
+        info = yield from self._live_session(spec)
+        return info.summary if info else None
+
+    def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
+        return (yield _backend("session_evict", self.namespace, spec.session_id, list(message_ids)))
+
+    def session_replace(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
+        messages = [_as_message(m) for m in messages]
+        current = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        keep_ids = {m.message_id for m in messages}
+        stored_ids = {m.message_id for m, _ in current}
+        current_order = [m.message_id for m, _ in current]
+        wanted_existing = [m.message_id for m in messages if m.message_id in stored_ids]
+        # Kept messages must stay in stored order and come before new ones; otherwise rewrite the window.
+        in_order = [i for i in current_order if i in keep_ids] == wanted_existing and \
+            all(m.message_id in stored_ids for m in messages[: len(wanted_existing)])
+        if in_order:
+            evict = [i for i in current_order if i not in keep_ids]
+            fresh = [m for m in messages if m.message_id not in stored_ids]
+        else:  # order changed: retire the whole window and append the new one
+            evict = current_order
+            fresh = [m.replace(message_id=new_id()) if m.message_id in stored_ids else m for m in messages]
+        yield _backend("session_evict", self.namespace, spec.session_id, evict)
+        if fresh:
+            yield from self.session_add(spec, fresh)
+        else:
+            yield _backend("session_touch", self.namespace, spec.session_id, spec.user_id, spec.agent_id,
+                           self.clock(), None if spec.ttl is None else self.clock() + spec.ttl)
+
+    def session_clear(self, spec: SessionSpec) -> Plan:
+        rows = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        yield _backend("session_evict", self.namespace, spec.session_id, [m.message_id for m, _ in rows])
+        yield _backend("session_set_summary", self.namespace, spec.session_id, None)
+
+    def session_end(self, spec: SessionSpec, consolidate: bool) -> Plan:
+        saved: builtins.list[MemoryRecord] = []
+        if consolidate:
+            messages = yield from self.session_messages(spec, window_only=False)
+            info = yield _backend("session_info", self.namespace, spec.session_id)
+            if messages:
+                saved = yield from self.ingest(messages, user_id=spec.user_id or (info.user_id if info else None),
+                                               agent_id=spec.agent_id, session_id=spec.session_id)
+        yield _backend("session_delete", self.namespace, spec.session_id)
+        return saved
+
+    def session_info(self, spec: SessionSpec) -> Plan:
+        return (yield from self._live_session(spec))
+
+
+def _similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
+    if va is not None and vb is not None:
+        return float(va @ vb)
+    ta, tb = set(terms(a.content)), set(terms(b.content))
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+_NEGATION = re.compile(r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|can't|dislike|hate)\b|不|没",
+                       re.IGNORECASE)
+
+
+def same_facts(a: str, b: str) -> bool:
+    """Near-duplicates may merge only if they state the same numbers and the same negations
+    ("meeting at 3pm" and "meeting at 4pm" embed alike but are different facts)."""
+    return numbers_with_units(a) == numbers_with_units(b) and \
+        set(_NEGATION.findall(a.casefold())) == set(_NEGATION.findall(b.casefold()))
+
+
+def _as_message(value: Any) -> Message:
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, dict):
+        return Message.from_dict(value)
+    raise InvalidInput(f"expected a polymem Message or dict, got {type(value).__name__}")
+
+
+def _message_text(message: Message) -> str:
+    calls = " ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+    return f"{message.role}: {message.content} {calls}".strip()
+
+
+def make_message(role: str, content: str, *, name: str | None = None, tool_calls: Sequence[Any] | None = None,
+                 tool_call_id: str | None = None, parts: Sequence[dict[str, Any]] | None = None,
+                 metadata: dict[str, Any] | None = None) -> Message:
+    """Build a validated Message from `Session.add` arguments."""
+    if not isinstance(content, str):
+        raise InvalidInput("message content must be a string")
+    calls = tuple(c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ())
+    return Message(role=role, content=content, name=name, tool_calls=calls, tool_call_id=tool_call_id,
+                   parts=tuple(parts or ()), metadata=check_metadata(metadata))
+
+
+def keeps_numbers(previous: str | None, replaced: Sequence[Message], summary: str) -> bool:
+    """True when `summary` still holds every number (with its unit) of what it replaces."""
+    source = " ".join([previous or "", *(m.content for m in replaced)])
+    wanted = numbers_with_units(source)
+    have = numbers_with_units(summary)
+    have_values = {h.split(" ")[0] for h in have}
+    for item in wanted:
+        value, _, unit = item.partition(" ")
+        if item in have:
+            continue
+        if not unit and value in have_values:
+            continue
+        if unit and value in have_values and unit.casefold() in summary.casefold():
+            continue
+        return False
+    return True
+
+
+def raw_summary(previous: str | None, replaced: Sequence[Message]) -> str:
+    """The lossless fallback: earlier summary plus the replaced messages verbatim."""
+    lines = [previous] if previous else []
+    lines.extend(f"{m.role}{f' ({m.name})' if m.name else ''}: {m.content}" for m in replaced if m.content.strip())
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""What plugs into polymem: small Protocols, so the core never imports a framework."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ._models import MemoryDraft, MemoryRecord, Message
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of one fixed dimension.
+
+    `model_id` names the vector space: vectors of two different ids are never
+    compared. `dimension` is read from the model, never hard-coded.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Folds messages that leave a working-memory window into a running summary.
+
+    polymem checks the result: a summary that drops a number or unit of what
+    it replaces is discarded in favour of the raw text.
+    """
+
+    def summarize(self, previous_summary: str | None, messages: Sequence[Message]) -> str: ...
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Distils a conversation into long-term memory drafts (an LLM or rules)."""
+
+    def extract(self, messages: Sequence[Message]) -> list[MemoryDraft]: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens a message costs in a window."""
+
+    def __call__(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class ContradictionJudge(Protocol):
+    """Decides whether `newer` supersedes `older` (same scope, related content)."""
+
+    def supersedes(self, older: MemoryRecord, newer: MemoryRecord, similarity: float) -> bool: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Rescores recall candidates (e.g. a cross-encoder); higher is better."""
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]: ...

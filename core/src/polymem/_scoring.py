@@ -1,0 +1,74 @@
+"""Importance that fades unless used: base scores, half-lives, live score, reinforcement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ._errors import InvalidInput
+from ._models import MemoryRecord
+
+DEFAULT_BASE_BY_SOURCE = {"user_input": 0.6, "inference": 0.4, "tool_result": 0.3, "import": 0.5}
+DEFAULT_HALF_LIFE_DAYS = {"fact": 180.0, "preference": 60.0, "event": 30.0, "task": 7.0}
+
+
+@dataclass(frozen=True)
+class ScoringPolicy:
+    """How a store scores memories. Every figure is configurable per store.
+
+    live = base · 0.5^(Δt / half_life) + min(access_cap, access_step · access_count), capped at 1,
+    where Δt runs from the last access (or the creation) to now.
+    """
+
+    base_by_source: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BASE_BY_SOURCE))
+    default_base: float = 0.5
+    half_life_days: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_HALF_LIFE_DAYS))
+    default_half_life_days: float = 90.0
+    access_step: float = 0.01
+    access_cap: float = 0.2
+    decay: bool = True
+    reinforce: bool = True
+    rank_bonus: tuple[float, ...] = (0.1, 0.05, 0.05, 0.05, 0.05)
+    live_weight: float = 0.3
+    min_similarity: float = 0.25
+    relative_floor: float = 0.15
+    relative_margin: float = 0.1
+    vector_weight: float = 0.7
+    archive_below: float = 0.05
+    merge_similarity: float = 0.92
+    contradiction_similarity: float = 0.55
+
+    def __post_init__(self) -> None:
+        for name in ("live_weight", "vector_weight", "min_similarity", "archive_below", "merge_similarity"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"ScoringPolicy.{name} must be in [0, 1], got {value}")
+        if any(h <= 0 for h in self.half_life_days.values()) or self.default_half_life_days <= 0:
+            raise InvalidInput("half-lives must be positive")
+
+    def base_score(self, source: str) -> float:
+        """The importance a write gets from its source when none is given."""
+        return self.base_by_source.get(source, self.default_base)
+
+    def half_life(self, category: str) -> float:
+        return self.half_life_days.get(category, self.default_half_life_days)
+
+    def live_score(self, record: MemoryRecord, now: datetime) -> float:
+        """The record's score now: decayed base plus the access bonus, capped at 1."""
+        base = record.importance
+        if self.decay:
+            anchor = record.last_accessed_at or record.created_at
+            days = max(0.0, (now - anchor).total_seconds() / 86400.0)
+            base = base * 0.5 ** (days / self.half_life(record.category))
+        bonus = min(self.access_cap, self.access_step * record.access_count)
+        return min(1.0, base + bonus)
+
+    def reinforcement(self, rank: int) -> float:
+        """Bonus to importance for a memory returned at `rank` (0-based) of a recall."""
+        if not self.reinforce:
+            return 0.0
+        return self.rank_bonus[rank] if rank < len(self.rank_bonus) else 0.0
+
+    def blend(self, relevance: float, live: float) -> float:
+        """Final score: relevance scaled by the live score, so relevance gates everything."""
+        return relevance * ((1.0 - self.live_weight) + self.live_weight * live)

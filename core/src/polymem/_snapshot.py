@@ -1,0 +1,178 @@
+"""Snapshots: a versioned JSONL file that export → import round-trips exactly.
+
+```
+{"format": "polymem-snapshot", "version": 1, "created_at": "...", "namespace": "...", "embedding_model": ..., "dimension": ...}
+{"type": "memory", "record": {...}, "versions": [{...}, ...], "vector": [...] | null, "idempotency_key": ...}
+{"type": "session", "session_id": "...", "user_id": ..., "summary": ..., "messages": [{"message": {...}, "tokens": n, "in_window": true}]}
+{"type": "end", "memories": N, "sessions": M}
+```
+The `end` line makes truncation detectable; a file is validated whole before
+anything is written, and then imported in one transaction.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ._embedders import as_matrix
+from ._engine import Engine, Op, Plan, _backend
+from ._errors import InvalidInput, PolymemError, SnapshotError
+from ._models import ImportReport, MemoryRecord, Message
+from ._text import content_hash, terms
+from ._time import to_iso
+
+FORMAT = "polymem-snapshot"
+VERSION = 1
+
+
+def _open_binary(target: str | Path | IO[bytes], mode: str) -> tuple[IO[bytes], bool]:
+    if isinstance(target, (str, Path)):
+        return open(target, mode + "b"), True  # noqa: SIM115 - closed by the caller
+    if isinstance(target, io.TextIOBase):
+        raise InvalidInput("give a path or a binary file (open(..., 'rb'/'wb'))")
+    return target, False
+
+
+def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | None,
+                progress: Callable[[int], None] | None = None) -> Plan:
+    stream, owned = _open_binary(target, "w")
+    try:
+        model = engine.embedder.model_id if engine.embedder else None
+        header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
+                  "namespace": engine.namespace, "embedding_model": model,
+                  "dimension": engine.embedder.dimension if engine.embedder else None}
+        stream.write(_line(header))
+        yield _backend("flush")
+        count, after = 0, 0
+        while True:
+            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
+            if not page:
+                break
+            for row in page:
+                after = row.pop("cursor")
+                stream.write(_line({"type": "memory", **row}))
+            count += len(page)
+            if progress:
+                progress(len(page))
+        sessions = yield _backend("export_sessions", engine.namespace, user_id)
+        for session in sessions:
+            stream.write(_line({"type": "session", **session}))
+        stream.write(_line({"type": "end", "memories": count, "sessions": len(sessions)}))
+        stream.flush()
+    finally:
+        if owned:
+            stream.close()
+    return count
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Parse and validate a whole snapshot; any problem raises SnapshotError with its line."""
+    stream, owned = _open_binary(source, "r")
+    try:
+        lines = list(_numbered(stream))
+    finally:
+        if owned:
+            stream.close()
+    if not lines:
+        raise SnapshotError("snapshot is empty")
+    header_no, header = lines[0]
+    if header.get("format") != FORMAT:
+        raise SnapshotError(f"line {header_no}: not a polymem snapshot (format={header.get('format')!r})")
+    if header.get("version") != VERSION:
+        raise SnapshotError(f"line {header_no}: snapshot version {header.get('version')!r}; this polymem reads {VERSION}")
+    memories: list[dict[str, Any]] = []
+    sessions: list[dict[str, Any]] = []
+    end: dict[str, Any] | None = None
+    for number, obj in lines[1:]:
+        if end is not None:
+            raise SnapshotError(f"line {number}: content after the end line")
+        kind = obj.get("type")
+        try:
+            if kind == "memory":
+                record = MemoryRecord.from_dict(obj["record"])
+                versions = [MemoryRecord.from_dict(v).to_dict() for v in obj.get("versions") or []]
+                vector = obj.get("vector")
+                if vector is not None and (not isinstance(vector, list) or not vector):
+                    raise SnapshotError("vector must be a non-empty list")
+                memories.append({"record": record, "versions": versions, "vector": vector,
+                                 "idempotency_key": obj.get("idempotency_key"), "line": number})
+            elif kind == "session":
+                for m in obj.get("messages") or []:
+                    Message.from_dict(m["message"])
+                    int(m["tokens"])
+                sessions.append(obj)
+            elif kind == "end":
+                end = obj
+            else:
+                raise SnapshotError(f"unknown line type {kind!r}")
+        except SnapshotError as exc:
+            raise SnapshotError(f"line {number}: {exc}") from None
+        except (PolymemError, KeyError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"line {number}: invalid {kind} entry: {exc}") from None
+    if end is None:
+        raise SnapshotError(f"snapshot is truncated after line {lines[-1][0]} (no end line)")
+    if end.get("memories") != len(memories) or end.get("sessions") != len(sessions):
+        raise SnapshotError(f"line {lines[-1][0]}: end line counts {end.get('memories')} memories and "
+                            f"{end.get('sessions')} sessions, the file holds {len(memories)} and {len(sessions)}")
+    return header, memories, sessions
+
+
+def _numbered(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SnapshotError(f"line {number}: not valid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise SnapshotError(f"line {number}: expected a JSON object")
+        yield number, obj
+
+
+def import_plan(engine: Engine, source: str | Path | IO[bytes],
+                progress: Callable[[int], None] | None = None) -> Plan:
+    header, memories, sessions = read_snapshot(source)
+    model = engine.embedder.model_id if engine.embedder else None
+    dim = engine.embedder.dimension if engine.embedder else None
+    needs_embedding = []
+    rows = []
+    for item in memories:
+        record: MemoryRecord = item["record"].replace(namespace=engine.namespace)
+        vector = item["vector"]
+        usable = vector is not None and model is not None and record.embedding_model == model and len(vector) == dim
+        row = {"record": record, "versions": [{**v, "namespace": engine.namespace} for v in item["versions"]],
+               "vector": np.asarray(vector, dtype=np.float32) if usable else None,
+               "idempotency_key": item["idempotency_key"], "content_hash": content_hash(record.content),
+               "terms": terms(record.content)}
+        if model is not None and not usable:
+            needs_embedding.append(row)
+        elif model is None:
+            row["record"] = record.replace(embedding_model=None)
+        rows.append(row)
+    reembedded = 0
+    for start in range(0, len(needs_embedding), 256):
+        chunk = needs_embedding[start:start + 256]
+        raw = yield Op("embed", "embed", ([r["record"].content for r in chunk],))
+        matrix = as_matrix(raw, dim)
+        for n, row in enumerate(chunk):
+            row["vector"] = matrix[n]
+            row["record"] = row["record"].replace(embedding_model=model)
+        reembedded += len(chunk)
+        if progress:
+            progress(len(chunk))
+    report: ImportReport = yield _backend("import_rows", engine.namespace, rows, sessions, engine.clock())
+    report.reembedded = reembedded
+    if progress:
+        progress(len(rows) - reembedded)
+    return report

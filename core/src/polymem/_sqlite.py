@@ -1,0 +1,817 @@
+"""The embedded default: one SQLite file (or an in-process database for `memory://`).
+
+WAL, a busy timeout and `BEGIN IMMEDIATE` for every write make one file safe
+for several processes. Vectors live as float32 BLOBs in the row and are
+searched in process from a per-scope cache that follows other processes'
+writes through a change sequence; full text is FTS5 over terms computed in
+the application (see `_text.py`), with a scope token in each row so a
+per-user search only scores that user's rows.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._backend import Backend, Candidate, NewRecord, SearchRequest
+from ._errors import NotFoundError, StoreClosedError, VersionConflictError
+from ._filters import compile_filter, dumps, from_micros, to_micros
+from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+
+MIGRATIONS: builtins.list[str] = [
+    # 1: records, versions, full text, change log
+    """
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        memory_id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        user_id TEXT, agent_id TEXT, session_id TEXT,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        category TEXT NOT NULL,
+        source TEXT NOT NULL,
+        importance REAL NOT NULL,
+        entities TEXT NOT NULL DEFAULT '[]',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        last_accessed_at INTEGER,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        expire_at INTEGER,
+        embedding_model TEXT,
+        vector BLOB,
+        version INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL DEFAULT 'active',
+        idempotency_key TEXT,
+        seq INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX memories_idempotency ON memories(namespace, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX memories_scope ON memories(namespace, user_id, status);
+    CREATE INDEX memories_hash ON memories(namespace, content_hash);
+    CREATE INDEX memories_seq ON memories(seq);
+    CREATE TABLE memory_versions (
+        memory_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (memory_id, version)
+    );
+    CREATE TABLE tombstones (row_id INTEGER NOT NULL, seq INTEGER NOT NULL);
+    CREATE INDEX tombstones_seq ON tombstones(seq);
+    CREATE VIRTUAL TABLE memory_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 0');
+    INSERT INTO meta(key, value) VALUES ('seq', '0');
+    """,
+    # 2: working memory
+    """
+    CREATE TABLE sessions (
+        namespace TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        user_id TEXT, agent_id TEXT,
+        summary TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expire_at INTEGER,
+        PRIMARY KEY (namespace, session_id)
+    );
+    CREATE TABLE session_messages (
+        rowid INTEGER PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        in_window INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX session_messages_session ON session_messages(namespace, session_id, in_window);
+    """,
+]
+
+_RECORD_COLUMNS = (
+    "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
+    "metadata, created_at, updated_at, last_accessed_at, access_count, expire_at, embedding_model, version, status"
+)
+
+
+def scope_token(namespace: str, user_id: str | None) -> str:
+    """The full-text token every row of one (namespace, user) carries."""
+    digest = hashlib.sha1(f"{namespace}\x00{user_id or ''}".encode()).hexdigest()[:16]
+    return f"zs{digest}"
+
+
+def namespace_token(namespace: str) -> str:
+    return "zn" + hashlib.sha1(namespace.encode()).hexdigest()[:16]
+
+
+def fts_body(namespace: str, user_id: str | None, terms: Sequence[str]) -> str:
+    return " ".join([namespace_token(namespace), scope_token(namespace, user_id), *terms])
+
+
+def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    created = from_micros(row[11])
+    updated = from_micros(row[12])
+    assert created is not None and updated is not None
+    return MemoryRecord(
+        memory_id=row[0], namespace=row[1], user_id=row[2], agent_id=row[3], session_id=row[4],
+        content=row[5], category=row[6], source=row[7], importance=float(row[8]),
+        entities=tuple(json.loads(row[9])), metadata=json.loads(row[10]),
+        created_at=created, updated_at=updated, last_accessed_at=from_micros(row[13]),
+        access_count=int(row[14]), expire_at=from_micros(row[15]), embedding_model=row[16],
+        version=int(row[17]), status=row[18],
+    )
+
+
+def _record_values(record: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        record.memory_id, record.namespace, record.user_id, record.agent_id, record.session_id, record.content,
+        record.category, record.source, record.importance, dumps(list(record.entities)), dumps(record.metadata),
+        to_micros(record.created_at), to_micros(record.updated_at),
+        None if record.last_accessed_at is None else to_micros(record.last_accessed_at), record.access_count,
+        None if record.expire_at is None else to_micros(record.expire_at), record.embedding_model,
+        record.version, record.status,
+    )
+
+
+def _blob(vector: np.ndarray | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class _ScopeBlock:
+    """The vectors of one (namespace, user): rows by rowid, matrix built on demand."""
+
+    __slots__ = ("rows", "_cache")
+
+    def __init__(self) -> None:
+        self.rows: dict[int, tuple[np.ndarray, str | None, str, int | None]] = {}
+        self._cache: tuple[np.ndarray, np.ndarray, list[str | None], list[str], np.ndarray] | None = None
+
+    def put(self, rowid: int, vector: np.ndarray, agent_id: str | None, category: str, expire_at: int | None) -> None:
+        self.rows[rowid] = (vector, agent_id, category, expire_at)
+        self._cache = None
+
+    def drop(self, rowid: int) -> None:
+        if self.rows.pop(rowid, None) is not None:
+            self._cache = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, list[str | None], list[str], np.ndarray]:
+        if self._cache is None:
+            rowids = np.fromiter(self.rows.keys(), dtype=np.int64, count=len(self.rows))
+            values = list(self.rows.values())
+            matrix = np.vstack([v[0] for v in values]) if values else np.zeros((0, 0), dtype=np.float32)
+            expire = np.array([v[3] if v[3] is not None else np.iinfo(np.int64).max for v in values], dtype=np.int64)
+            self._cache = (rowids, matrix, [v[1] for v in values], [v[2] for v in values], expire)
+        return self._cache
+
+
+class _VectorCache:
+    """In-process copy of the vectors of one model, kept current through `seq`."""
+
+    def __init__(self, model_id: str | None) -> None:
+        self.model_id = model_id
+        self.seq = -1
+        self.blocks: dict[tuple[str, str | None], _ScopeBlock] = {}
+        self.where: dict[int, tuple[str, str | None]] = {}
+        self.foreign: dict[int, str] = {}
+
+    def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
+        for rowid in deleted:
+            self._forget(rowid)
+        for rowid, namespace, user_id, agent_id, category, status, expire_at, model, blob in rows:
+            self._forget(rowid)
+            if status != "active":
+                continue
+            if blob is None or model != self.model_id:
+                self.foreign[rowid] = namespace
+                continue
+            key = (namespace, user_id)
+            vector = np.frombuffer(blob, dtype=np.float32)
+            self.blocks.setdefault(key, _ScopeBlock()).put(rowid, vector, agent_id, category, expire_at)
+            self.where[rowid] = key
+
+    def _forget(self, rowid: int) -> None:
+        self.foreign.pop(rowid, None)
+        key = self.where.pop(rowid, None)
+        if key is not None:
+            self.blocks[key].drop(rowid)
+
+    def scope_blocks(self, namespace: str, user_id: str | None, all_users: bool) -> builtins.list[_ScopeBlock]:
+        if not all_users:
+            block = self.blocks.get((namespace, user_id))
+            return [block] if block else []
+        return [b for (ns, _), b in self.blocks.items() if ns == namespace]
+
+
+class SQLiteBackend(Backend):
+    """SQLite storage: a file path, or None for a private in-process database."""
+
+    def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000) -> None:
+        self.path = None if path is None else Path(path)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.url = f"sqlite:///{self.path.resolve()}"
+            target, uri = str(self.path), False
+        elif memory_name:  # named: shared by every store of this process that opens the same name
+            self.url = f"memory://{memory_name}"
+            target, uri = f"file:polymem-{memory_name}?mode=memory&cache=shared", True
+        else:
+            self.url, target, uri = "memory://", ":memory:", False
+        self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                     check_same_thread=False, uri=uri)
+        self._lock = threading.RLock()
+        self._closed = False
+        conn = self._conn
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        if self.path is not None:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+        self._caches: dict[str | None, _VectorCache] = {}
+        self._queue: queue.Queue[tuple[str, list[tuple[str, float]], int] | None] = queue.Queue()
+        self._pending = 0
+        self._pending_cv = threading.Condition()
+        self._worker = threading.Thread(target=self._bookkeeping, name="polymem-bookkeeping", daemon=True)
+        self._worker.start()
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, script in enumerate(MIGRATIONS, start=1):
+                if version in done:
+                    continue
+                for statement in script.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute("INSERT INTO schema_migrations(version, applied_at) VALUES (?, datetime('now'))", (version,))
+
+    def schema_version(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("the store is closed")
+            yield self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if getattr(self, "_closed", False):
+                raise StoreClosedError("the store is closed")
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _next_seq(conn: sqlite3.Connection) -> int:
+        row = conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq' RETURNING value").fetchone()
+        return int(row[0])
+
+    def _fetch_records(self, conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> builtins.list[MemoryRecord]:
+        rows = conn.execute(f"SELECT {_RECORD_COLUMNS} FROM memories m WHERE {where}", params).fetchall()
+        return [_row_to_record(row) for row in rows]
+
+    def _write_version(self, conn: sqlite3.Connection, record: MemoryRecord) -> None:
+        conn.execute("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
+                     (record.memory_id, record.version, dumps(record.to_dict())))
+
+    # -- records ------------------------------------------------------------------------------
+    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+        results: builtins.list[tuple[MemoryRecord, bool]] = []
+        now_us = to_micros(now)
+        with self._write() as conn:
+            seq = self._next_seq(conn)
+            for item in items:
+                rec = item.record
+                existing = self._find_existing(conn, item)
+                if existing is not None:
+                    conn.execute("UPDATE memories SET last_accessed_at = ? WHERE memory_id = ?", (now_us, existing.memory_id))
+                    results.append((existing.replace(last_accessed_at=now), False))
+                    continue
+                cursor = conn.execute(
+                    f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
+                    f"VALUES ({', '.join('?' * 23)})",
+                    (*_record_values(rec), item.content_hash, _blob(item.vector), item.idempotency_key, seq),
+                )
+                conn.execute("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)",
+                             (cursor.lastrowid, fts_body(rec.namespace, rec.user_id, item.terms)))
+                self._write_version(conn, rec)
+                results.append((rec, True))
+        return results
+
+    def _find_existing(self, conn: sqlite3.Connection, item: NewRecord) -> MemoryRecord | None:
+        rec = item.record
+        if item.idempotency_key is not None:
+            found = self._fetch_records(conn, "m.namespace = ? AND m.idempotency_key = ?",
+                                        (rec.namespace, item.idempotency_key))
+            if found:
+                return found[0]
+        found = self._fetch_records(
+            conn,
+            "m.namespace = ? AND m.content_hash = ? AND m.user_id IS ? AND m.agent_id IS ? AND m.status = 'active'",
+            (rec.namespace, item.content_hash, rec.user_id, rec.agent_id),
+        )
+        return found[0] if found else None
+
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        if not memory_ids:
+            return []
+        marks = ", ".join("?" for _ in memory_ids)
+        with self._read() as conn:
+            found = {r.memory_id: r for r in self._fetch_records(
+                conn, f"m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
+        return [found[i] for i in memory_ids if i in found]
+
+    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
+        where, params = self._scope_sql(namespace, user_id, agent_id, category, filter)
+        if status is not None:
+            where += " AND m.status = ?"
+            params.append(status)
+        with self._read() as conn:
+            return self._fetch_records(conn, f"{where} ORDER BY m.created_at DESC, m.rowid DESC LIMIT ? OFFSET ?",
+                                       (*params, limit, offset))
+
+    @staticmethod
+    def _scope_sql(namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+                   filter: dict[str, Any] | None) -> tuple[str, builtins.list[Any]]:
+        clauses = ["m.namespace = ?"]
+        params: builtins.list[Any] = [namespace]
+        if user_id is not None:
+            clauses.append("m.user_id = ?")
+            params.append(user_id)
+        if agent_id is not None:
+            clauses.append("m.agent_id = ?")
+            params.append(agent_id)
+        if category is not None:
+            clauses.append("m.category = ?")
+            params.append(category)
+        sql, args = compile_filter(filter)
+        if sql:
+            clauses.append(sql)
+            params.extend(args)
+        return " AND ".join(clauses), params
+
+    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
+               now: datetime, vector: np.ndarray | None, model_id: str | None,
+               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+        with self._write() as conn:
+            found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+            if not found:
+                raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
+            current = found[0]
+            if expected_version is not None and current.version != expected_version:
+                raise VersionConflictError(
+                    f"memory {memory_id} is at version {current.version}, not {expected_version}")
+            new = current.replace(**changes, version=current.version + 1, updated_at=now)
+            if content_hash is not None:
+                new = new.replace(embedding_model=model_id)
+            seq = self._next_seq(conn)
+            values = _record_values(new)
+            cursor = conn.execute(
+                "UPDATE memories SET content = ?, category = ?, source = ?, importance = ?, entities = ?, metadata = ?, "
+                "updated_at = ?, expire_at = ?, embedding_model = ?, version = ?, status = ?, seq = ?, "
+                "last_accessed_at = ?, access_count = ?, "
+                "content_hash = COALESCE(?, content_hash), vector = CASE WHEN ? THEN ? ELSE vector END "
+                "WHERE memory_id = ? AND version = ? RETURNING rowid",
+                (values[5], values[6], values[7], values[8], values[9], values[10], values[12], values[15],
+                 values[16], values[17], values[18], seq, values[13], values[14], content_hash, content_hash is not None, _blob(vector),
+                 memory_id, current.version),
+            )
+            row = cursor.fetchone()
+            if row is None:  # pragma: no cover - BEGIN IMMEDIATE serialises writers
+                raise VersionConflictError(f"memory {memory_id} changed concurrently")
+            if terms is not None:
+                conn.execute("UPDATE memory_fts SET body = ? WHERE rowid = ?",
+                             (fts_body(namespace, new.user_id, terms), row[0]))
+            self._write_version(conn, new)
+        return new
+
+    def delete(self, namespace: str, memory_id: str) -> bool:
+        with self._write() as conn:
+            row = conn.execute("DELETE FROM memories WHERE namespace = ? AND memory_id = ? RETURNING rowid",
+                               (namespace, memory_id)).fetchone()
+            if row is None:
+                return False
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+            conn.execute("INSERT INTO tombstones(row_id, seq) VALUES (?, ?)", (row[0], self._next_seq(conn)))
+        return True
+
+    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
+        with self._read() as conn:
+            owner = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ?",
+                                 (namespace, memory_id)).fetchone()
+            if owner is None:
+                return []
+            rows = conn.execute("SELECT record FROM memory_versions WHERE memory_id = ? ORDER BY version",
+                                (memory_id,)).fetchall()
+        return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
+
+    # -- search -------------------------------------------------------------------------------
+    def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:
+        cache = self._caches.get(model_id)
+        if cache is None:
+            cache = self._caches[model_id] = _VectorCache(model_id)
+        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+        if seq != cache.seq:
+            rows = conn.execute(
+                "SELECT rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector "
+                "FROM memories WHERE seq > ?", (cache.seq,)).fetchall()
+            deleted = [r[0] for r in conn.execute("SELECT row_id FROM tombstones WHERE seq > ?", (cache.seq,))]
+            cache.apply(rows, deleted)
+            cache.seq = seq
+        return cache
+
+    def search(self, request: SearchRequest) -> builtins.list[Candidate]:
+        now_us = to_micros(request.now)
+        needs_sql_scope = bool(request.filter)
+        with self._read() as conn:
+            similarities: dict[int, float] = {}
+            if request.query_vector is not None:
+                cache = self._cache(conn, request.model_id)
+                allowed: np.ndarray | None = None
+                if needs_sql_scope:
+                    where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,
+                                                    request.category, request.filter)
+                    allowed = np.array([r[0] for r in conn.execute(
+                        f"SELECT m.rowid FROM memories m WHERE {where} AND m.status = 'active'", params)],
+                        dtype=np.int64)
+                similarities = self._vector_candidates(cache, request, now_us, allowed)
+            ranks = self._text_candidates(conn, request, now_us) if request.terms else {}
+            wanted = list(dict.fromkeys([*similarities, *ranks]))
+            if not wanted:
+                return []
+            if request.query_vector is not None:
+                missing = [rid for rid in ranks if rid not in similarities]
+                similarities.update(self._similarities_for(conn, missing, request))
+            marks = ", ".join("?" for _ in wanted)
+            rows = conn.execute(f"SELECT m.rowid, {_RECORD_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})",
+                                wanted).fetchall()
+        records = {row[0]: _row_to_record(row[1:]) for row in rows}
+        return [
+            Candidate(records[rid], similarities.get(rid), ranks.get(rid))
+            for rid in wanted if rid in records
+        ]
+
+    @staticmethod
+    def _vector_candidates(cache: _VectorCache, request: SearchRequest, now_us: int,
+                           allowed: np.ndarray | None) -> dict[int, float]:
+        query = request.query_vector
+        assert query is not None
+        found_ids: builtins.list[np.ndarray] = []
+        found_sims: builtins.list[np.ndarray] = []
+        for block in cache.scope_blocks(request.namespace, request.user_id, request.user_id is None):
+            rowids, matrix, agents, categories, expire = block.arrays()
+            if not len(rowids):
+                continue
+            mask = expire > now_us
+            if request.agent_id is not None:
+                mask &= np.array([a == request.agent_id for a in agents], dtype=bool)
+            if request.category is not None:
+                mask &= np.array([c == request.category for c in categories], dtype=bool)
+            if allowed is not None:
+                mask &= np.isin(rowids, allowed)
+            if not mask.all():
+                rowids, matrix = rowids[mask], matrix[mask]
+            if not len(rowids):
+                continue
+            sims = matrix @ query
+            if len(sims) > request.limit:
+                top = np.argpartition(-sims, request.limit)[: request.limit]
+                rowids, sims = rowids[top], sims[top]
+            found_ids.append(rowids)
+            found_sims.append(sims)
+        if not found_ids:
+            return {}
+        ids = np.concatenate(found_ids)
+        sims = np.concatenate(found_sims)
+        order = np.argsort(-sims)[: request.limit]
+        return {int(ids[i]): float(sims[i]) for i in order}
+
+    @staticmethod
+    def _similarities_for(conn: sqlite3.Connection, rowids: Sequence[int], request: SearchRequest) -> dict[int, float]:
+        if not rowids or request.query_vector is None:
+            return {}
+        marks = ", ".join("?" for _ in rowids)
+        out = {}
+        for rowid, model, blob in conn.execute(
+                f"SELECT rowid, embedding_model, vector FROM memories WHERE rowid IN ({marks})", list(rowids)):
+            if blob is not None and model == request.model_id:
+                out[rowid] = float(np.frombuffer(blob, dtype=np.float32) @ request.query_vector)
+        return out
+
+    def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int) -> dict[int, float]:
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in request.terms)
+        scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
+            else namespace_token(request.namespace)
+        match = f'"{scope}" AND ({quoted})'
+        where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
+                                        request.filter)
+        rows = conn.execute(
+            "SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
+            "AND (m.expire_at IS NULL OR m.expire_at > ?) ORDER BY rank LIMIT ?",
+            (match, *params, now_us, request.limit),
+        ).fetchall()
+        if not rows:
+            return {}
+        best = min(r[1] for r in rows)
+        return {int(r[0]): (float(r[1]) / best if best < 0 else 1.0) for r in rows}
+
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
+        with self._read() as conn:
+            cache = self._cache(conn, model_id)
+            return sum(1 for ns in cache.foreign.values() if ns == namespace)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+    def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
+        if not bonuses:
+            return
+        with self._pending_cv:
+            self._pending += 1
+        self._queue.put((namespace, list(bonuses), to_micros(now)))
+
+    def _bookkeeping(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch = [item]
+            while True:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                batch.append(more)
+            try:
+                with self._write() as conn:
+                    for namespace, bonuses, now_us in batch:
+                        conn.executemany(
+                            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
+                            "importance = MIN(1.0, importance + ?) WHERE namespace = ? AND memory_id = ?",
+                            [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
+                        )
+            except StoreClosedError:
+                pass
+            finally:
+                with self._pending_cv:
+                    self._pending -= len(batch)
+                    self._pending_cv.notify_all()
+
+    def flush(self) -> None:
+        with self._pending_cv:
+            self._pending_cv.wait_for(lambda: self._pending == 0, timeout=60)
+
+    # -- bulk ---------------------------------------------------------------------------------
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE m.namespace = ? AND m.status = 'active' "
+                "ORDER BY m.created_at, m.rowid", (namespace,)).fetchall()
+        out = []
+        for row in rows:
+            record = _row_to_record(row[:-1])
+            vector = np.frombuffer(row[-1], dtype=np.float32) if row[-1] is not None and record.embedding_model == model_id else None
+            out.append((record, vector))
+        return out
+
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
+        clause = "" if namespace is None else "namespace = ? AND "
+        args: tuple[Any, ...] = () if namespace is None else (namespace,)
+        with self._read() as conn:
+            return [(r[0], r[1]) for r in conn.execute(
+                f"SELECT memory_id, content FROM memories WHERE {clause}"
+                "(embedding_model IS NULL OR embedding_model != ? OR vector IS NULL) ORDER BY rowid LIMIT ?",
+                (*args, model_id, limit))]
+
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        with self._write() as conn:
+            seq = self._next_seq(conn)
+            conn.executemany("UPDATE memories SET vector = ?, embedding_model = ?, seq = ? WHERE memory_id = ?",
+                             [(_blob(v), model_id, seq, mid) for mid, v in items])
+
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
+        clause = " AND m.user_id = ?" if user_id is not None else ""
+        args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT m.rowid, {_RECORD_COLUMNS}, m.vector, m.idempotency_key FROM memories m "
+                f"WHERE m.namespace = ? AND m.rowid > ?{clause} ORDER BY m.rowid LIMIT ?", (*args, limit)).fetchall()
+            out = []
+            for row in rows:
+                record = _row_to_record(row[1:20])
+                versions = [json.loads(v[0]) for v in conn.execute(
+                    "SELECT record FROM memory_versions WHERE memory_id = ? ORDER BY version", (record.memory_id,))]
+                out.append({
+                    "cursor": row[0], "record": record.to_dict(), "versions": versions,
+                    "vector": None if row[20] is None else np.frombuffer(row[20], dtype=np.float32).tolist(),
+                    "idempotency_key": row[21],
+                })
+            return out
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        infos = self.session_list(namespace, user_id)
+        out = []
+        for info in infos:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT message, tokens, in_window FROM session_messages WHERE namespace = ? AND session_id = ? "
+                    "ORDER BY rowid", (namespace, info.session_id)).fetchall()
+            out.append({
+                "session_id": info.session_id, "user_id": info.user_id, "agent_id": info.agent_id,
+                "summary": info.summary, "created_at": info.created_at.isoformat(),
+                "updated_at": info.updated_at.isoformat(),
+                "expire_at": None if info.expire_at is None else info.expire_at.isoformat(),
+                "messages": [{"message": json.loads(r[0]), "tokens": r[1], "in_window": bool(r[2])} for r in rows],
+            })
+        return out
+
+    def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                    now: datetime) -> ImportReport:
+        from ._time import from_iso
+
+        report = ImportReport()
+        with self._write() as conn:
+            seq = self._next_seq(conn)
+            for item in rows:
+                record: MemoryRecord = item["record"]
+                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone()
+                if exists:
+                    report.duplicates += 1
+                    continue
+                cursor = conn.execute(
+                    f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
+                    f"VALUES ({', '.join('?' * 23)})",
+                    (*_record_values(record), item["content_hash"], _blob(item.get("vector")),
+                     item.get("idempotency_key"), seq),
+                )
+                conn.execute("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)",
+                             (cursor.lastrowid, fts_body(namespace, record.user_id, item["terms"])))
+                for version in item["versions"]:
+                    conn.execute("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
+                                 (record.memory_id, version["version"], dumps(version)))
+                report.imported += 1
+            for session in sessions:
+                exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
+                                      (namespace, session["session_id"])).fetchone()
+                if exists:
+                    continue
+
+                def micros(key: str, session: dict[str, Any] = session) -> int | None:
+                    value = from_iso(session.get(key), key)
+                    return None if value is None else to_micros(value)
+
+                conn.execute(
+                    "INSERT INTO sessions(namespace, session_id, user_id, agent_id, summary, created_at, updated_at, "
+                    "expire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
+                     session.get("summary"), micros("created_at"), micros("updated_at"), micros("expire_at")))
+                conn.executemany(
+                    "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]), m["tokens"],
+                      int(m["in_window"])) for m in session["messages"]])
+                report.sessions += 1
+        return report
+
+    def stats(self, namespace: str) -> dict[str, Any]:
+        with self._read() as conn:
+            by_status = dict(conn.execute(
+                "SELECT status, COUNT(*) FROM memories WHERE namespace = ? GROUP BY status", (namespace,)).fetchall())
+            by_category = dict(conn.execute(
+                "SELECT category, COUNT(*) FROM memories WHERE namespace = ? AND status = 'active' GROUP BY category",
+                (namespace,)).fetchall())
+            models = dict(conn.execute(
+                "SELECT COALESCE(embedding_model, '(none)'), COUNT(*) FROM memories WHERE namespace = ? "
+                "GROUP BY embedding_model", (namespace,)).fetchall())
+            users = conn.execute("SELECT COUNT(DISTINCT user_id) FROM memories WHERE namespace = ?",
+                                 (namespace,)).fetchone()[0]
+            sessions = conn.execute("SELECT COUNT(*) FROM sessions WHERE namespace = ?", (namespace,)).fetchone()[0]
+        return {
+            "url": self.url, "namespace": namespace, "memories": sum(by_status.values()), "by_status": by_status,
+            "by_category": by_category, "embedding_models": models, "users": users, "sessions": sessions,
+            "schema_version": self.schema_version(),
+        }
+
+    # -- working memory -----------------------------------------------------------------------
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None:
+        now_us = to_micros(now)
+        exp = None if expire_at is None else to_micros(expire_at)
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO sessions(namespace, session_id, user_id, agent_id, created_at, updated_at, expire_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(namespace, session_id) DO UPDATE SET "
+                "updated_at = excluded.updated_at, expire_at = excluded.expire_at",
+                (namespace, session_id, user_id, agent_id, now_us, now_us, exp))
+
+    def _session_info(self, conn: sqlite3.Connection, namespace: str, where: str,
+                      params: Sequence[Any]) -> builtins.list[SessionInfo]:
+        rows = conn.execute(
+            "SELECT s.session_id, s.user_id, s.agent_id, s.summary, s.created_at, s.updated_at, s.expire_at, "
+            "(SELECT COUNT(*) FROM session_messages q WHERE q.namespace = s.namespace AND q.session_id = s.session_id), "
+            "(SELECT COUNT(*) FROM session_messages q WHERE q.namespace = s.namespace AND q.session_id = s.session_id "
+            "AND q.in_window = 1) FROM sessions s WHERE s.namespace = ? " + where + " ORDER BY s.created_at",
+            (namespace, *params)).fetchall()
+        infos = []
+        for r in rows:
+            created, updated = from_micros(r[4]), from_micros(r[5])
+            assert created is not None and updated is not None
+            infos.append(SessionInfo(r[0], r[1], r[2], namespace, r[3], created, updated, from_micros(r[6]), r[7], r[8]))
+        return infos
+
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        with self._read() as conn:
+            found = self._session_info(conn, namespace, "AND s.session_id = ?", (session_id,))
+        return found[0] if found else None
+
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
+        with self._read() as conn:
+            if user_id is None:
+                return self._session_info(conn, namespace, "", ())
+            return self._session_info(conn, namespace, "AND s.user_id = ?", (user_id,))
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
+                "VALUES (?, ?, ?, ?, ?, 1)",
+                [(namespace, session_id, m.message_id, dumps(m.to_dict()), tokens) for m, tokens in messages])
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
+        clause = " AND in_window = 1" if window_only else ""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT message, tokens FROM session_messages WHERE namespace = ? AND session_id = ?{clause} "
+                "ORDER BY rowid", (namespace, session_id)).fetchall()
+        return [(Message.from_dict(json.loads(r[0])), int(r[1])) for r in rows]
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        marks = ", ".join("?" for _ in message_ids)
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE session_messages SET in_window = 0 WHERE namespace = ? AND session_id = ? AND in_window = 1 "
+                f"AND message_id IN ({marks})", (namespace, session_id, *message_ids))
+            return cursor.rowcount
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE sessions SET summary = ? WHERE namespace = ? AND session_id = ?",
+                         (summary, namespace, session_id))
+
+    def session_delete(self, namespace: str, session_id: str) -> bool:
+        with self._write() as conn:
+            conn.execute("DELETE FROM session_messages WHERE namespace = ? AND session_id = ?", (namespace, session_id))
+            cursor = conn.execute("DELETE FROM sessions WHERE namespace = ? AND session_id = ?", (namespace, session_id))
+            return cursor.rowcount > 0
+
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT session_id FROM sessions WHERE namespace = ? AND expire_at IS NOT NULL AND expire_at <= ?",
+                (namespace, to_micros(now)))]
+
+    def integrity_check(self) -> str:
+        with self._read() as conn:
+            return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        self._queue.put(None)
+        self._worker.join(timeout=10)
+        with self._lock:
+            self._closed = True
+            if self.path is not None:
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass
+            self._conn.close()

@@ -1,0 +1,73 @@
+"""The polymem conformance suite: the behaviour every store must show.
+
+Subclass `MemoryConformance` in a test module and provide an `open_store`
+fixture returning a factory `(clock, embedder, fresh=False) -> Memory | AsyncMemory`:
+each call opens the test's store (the same data), or with `fresh=True` a
+second, empty one.
+Every test is written once and runs over sync and async stores alike (async
+calls are awaited by `call`). Backends (SQLite, PostgreSQL) and the HTTP
+client all run this same suite.
+
+    class TestMySQLite(MemoryConformance):
+        @pytest.fixture(params=["sync", "async"])
+        def open_store(self, request, tmp_path):
+            def factory(clock, embedder, fresh=False):
+                opener = polymem.open if request.param == "sync" else polymem.open_async
+                name = "fresh.db" if fresh else "m.db"
+                return opener(f"sqlite:///{tmp_path}/{name}", clock=clock, embedder=embedder)
+            return factory
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .._time import require_aware
+
+__all__ = ["FakeClock", "MemoryConformance", "call", "local_embedder"]
+
+
+class FakeClock:
+    """A settable aware-UTC clock for simulating time (decay, expiry, TTL)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = require_aware(start or datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc))
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def call(value: Any) -> Any:
+    """Return `value`, awaiting it first if it is awaitable (runs sync and async stores alike)."""
+    global _loop
+    if inspect.isawaitable(value):
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+        return _loop.run_until_complete(value)
+    return value
+
+
+_EMBEDDER: Any = None
+
+
+def local_embedder() -> Any:
+    """One shared instance of the local MiniLM embedder (loaded once per process)."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        from .._embedders import SentenceTransformerEmbedder
+
+        _EMBEDDER = SentenceTransformerEmbedder()
+    return _EMBEDDER
+
+
+from ._suite import MemoryConformance  # noqa: E402

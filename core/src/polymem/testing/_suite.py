@@ -1,0 +1,466 @@
+"""The conformance tests themselves (see `polymem.testing`)."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+import polymem
+from polymem import (
+    ContentTooLargeError,
+    DimensionMismatchError,
+    EmptyContentError,
+    InvalidFilterError,
+    InvalidInput,
+    NaiveDatetimeError,
+    ReembedRequiredError,
+    SnapshotError,
+    VersionConflictError,
+)
+
+from . import FakeClock, call, local_embedder
+
+
+class MemoryConformance:
+    """Behaviour every polymem store shows, sync or async, on any backend."""
+
+    @pytest.fixture
+    def open_store(self) -> Any:  # pragma: no cover - provided by the subclass
+        raise NotImplementedError("provide an open_store fixture: (clock, embedder) -> store")
+
+    @pytest.fixture
+    def clock(self) -> FakeClock:
+        return FakeClock()
+
+    @pytest.fixture
+    def mem(self, open_store: Any, clock: FakeClock) -> Any:
+        store = open_store(clock, local_embedder())
+        yield store
+        call(store.close())
+
+    @pytest.fixture
+    def lexical(self, open_store: Any, clock: FakeClock) -> Any:
+        store = open_store(clock, None)
+        yield store
+        call(store.close())
+
+    # -- saving -----------------------------------------------------------------------------
+    def test_save_returns_a_complete_record(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann", category="preference", metadata={"k": 1}))
+        assert uuid.UUID(rec.memory_id)
+        assert rec.content == "I like blue" and rec.category == "preference" and rec.user_id == "ann"
+        assert rec.created_at == clock.now and rec.created_at.tzinfo is not None
+        assert rec.version == 1 and rec.status == "active" and rec.access_count == 0
+        assert rec.embedding_model == mem.embedder.model_id
+        assert rec.metadata == {"k": 1}
+
+    def test_base_score_comes_from_the_source(self, mem: Any) -> None:
+        user = call(mem.save("I live in Paris", user_id="ann", source="user_input"))
+        inferred = call(mem.save("Ann probably likes cities", user_id="ann", source="inference"))
+        tool = call(mem.save("Weather in Paris: 12 C", user_id="ann", source="tool_result"))
+        assert (user.importance, inferred.importance, tool.importance) == (0.6, 0.4, 0.3)
+
+    def test_explicit_importance_overrides_the_source(self, mem: Any) -> None:
+        assert call(mem.save("Deadline is Friday", user_id="ann", importance=0.9)).importance == 0.9
+
+    def test_get_returns_the_saved_record(self, mem: Any) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        assert call(mem.get(rec.memory_id)) == rec
+
+    def test_get_of_an_unknown_id_is_none(self, mem: Any) -> None:
+        assert call(mem.get(str(uuid.uuid4()))) is None
+
+    def test_same_idempotency_key_returns_the_same_record(self, mem: Any) -> None:
+        first = call(mem.save("I like blue", user_id="ann", idempotency_key="k1"))
+        again = call(mem.save("I like blue!", user_id="ann", idempotency_key="k1"))
+        assert again.memory_id == first.memory_id
+        assert len(call(mem.list(user_id="ann"))) == 1
+
+    def test_same_content_in_the_same_scope_is_not_duplicated(self, mem: Any, clock: FakeClock) -> None:
+        first = call(mem.save("I like blue", user_id="ann"))
+        clock.advance(days=3)
+        again = call(mem.save("  i like BLUE ", user_id="ann"))
+        assert again.memory_id == first.memory_id
+        assert again.last_accessed_at == clock.now
+        assert len(call(mem.list(user_id="ann"))) == 1
+
+    def test_same_content_for_another_user_is_a_separate_memory(self, mem: Any) -> None:
+        a = call(mem.save("I like blue", user_id="ann"))
+        b = call(mem.save("I like blue", user_id="bob"))
+        assert a.memory_id != b.memory_id
+
+    # -- bad input --------------------------------------------------------------------------
+    @pytest.mark.parametrize("content, error", [("", EmptyContentError), ("   ", EmptyContentError),
+                                                ("x" * 9000, ContentTooLargeError)])
+    def test_bad_content_is_refused(self, mem: Any, content: str, error: type) -> None:
+        with pytest.raises(error):
+            call(mem.save(content, user_id="ann"))
+        assert call(mem.list(user_id="ann")) == []
+
+    @pytest.mark.parametrize("importance", [-0.1, 1.5, "high", True])
+    def test_out_of_range_importance_is_refused(self, mem: Any, importance: Any) -> None:
+        with pytest.raises(InvalidInput):
+            call(mem.save("I like blue", user_id="ann", importance=importance))
+
+    def test_naive_datetime_is_refused_and_nothing_is_stored(self, mem: Any) -> None:
+        with pytest.raises(NaiveDatetimeError):
+            call(mem.save("Call the bank", user_id="ann", expire_at=datetime(2030, 1, 1)))
+        assert call(mem.list(user_id="ann")) == []
+
+    @pytest.mark.parametrize("top_k", [0, -1, 1001, 2.5, True])
+    def test_out_of_range_top_k_is_refused(self, mem: Any, top_k: Any) -> None:
+        with pytest.raises(InvalidInput):
+            call(mem.recall("blue", user_id="ann", top_k=top_k))
+
+    def test_unknown_filter_operator_is_refused(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        with pytest.raises(InvalidFilterError):
+            call(mem.recall("blue", user_id="ann", filter={"category": {"$regex": "p.*"}}))
+
+    def test_unknown_filter_field_is_refused(self, mem: Any) -> None:
+        with pytest.raises(InvalidFilterError):
+            call(mem.recall("blue", user_id="ann", filter={"colour": "blue"}))
+
+    def test_wrong_vector_dimension_is_refused(self, mem: Any) -> None:
+        with pytest.raises(DimensionMismatchError):
+            call(mem.save("I like blue", user_id="ann", vector=[0.1, 0.2, 0.3]))
+        assert call(mem.list(user_id="ann")) == []
+
+    def test_bad_input_leaves_stored_memories_unchanged(self, mem: Any) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        with pytest.raises(InvalidInput):
+            call(mem.update(rec.memory_id, importance=2.0))
+        with pytest.raises(EmptyContentError):
+            call(mem.update(rec.memory_id, content=""))
+        assert call(mem.get(rec.memory_id)) == rec
+        assert len(call(mem.history(rec.memory_id))) == 1
+
+    # -- recall -----------------------------------------------------------------------------
+    def test_recall_finds_the_semantic_match(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann", category="preference"))
+        call(mem.save("I dislike promotions", user_id="ann", category="preference"))
+        hits = call(mem.recall("What colours does the user like?", user_id="ann"))
+        assert [h.memory.content for h in hits] == ["I like blue"]
+
+    def test_recall_results_are_ordered_by_score(self, mem: Any) -> None:
+        for text in ["I like blue", "My favourite colour is blue", "Blue shirts suit me", "I own a dog"]:
+            call(mem.save(text, user_id="ann"))
+        hits = call(mem.recall("blue colour", user_id="ann"))
+        scores = [h.score for h in hits]
+        assert len(hits) >= 2 and scores == sorted(scores, reverse=True)
+
+    def test_recall_hit_explains_its_score(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        hit = call(mem.recall("I like blue", user_id="ann"))[0]
+        assert hit.similarity is not None and hit.similarity > 0.9
+        assert hit.text_rank == 1.0
+        assert 0 < hit.live_score <= 1 and 0 < hit.score <= 1
+
+    def test_decayed_memory_ranks_below_an_equally_relevant_fresh_one(self, mem: Any, clock: FakeClock) -> None:
+        old = call(mem.save("I like blue", user_id="ann", category="event"))
+        clock.advance(days=120)
+        fresh = call(mem.save("I like blue", user_id="ann", agent_id="other", category="event"))
+        hits = call(mem.recall("I like blue", user_id="ann"))
+        assert [h.memory.memory_id for h in hits] == [fresh.memory_id, old.memory_id]
+        assert hits[0].live_score > hits[1].live_score
+
+    def test_unrelated_memory_is_not_recalled_for_its_high_score(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann", importance=0.1))
+        call(mem.save("I dislike promotions", user_id="ann", importance=1.0))
+        hits = call(mem.recall("What colours does the user like?", user_id="ann"))
+        assert "I dislike promotions" not in [h.memory.content for h in hits]
+
+    def test_recall_never_crosses_users(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        call(mem.save("User B hates promotions", user_id="bob"))
+        for query in ["promotions", "What does the user hate?", "blue", "What do you know about me?"]:
+            assert all(h.memory.user_id == "ann" for h in call(mem.recall(query, user_id="ann")))
+
+    def test_recall_filters_by_agent_and_category(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann", agent_id="lc", category="preference"))
+        call(mem.save("I like blue jeans", user_id="ann", agent_id="ag", category="fact"))
+        assert [h.memory.agent_id for h in call(mem.recall("blue", user_id="ann", agent_id="ag"))] == ["ag"]
+        assert [h.memory.category for h in call(mem.recall("blue", user_id="ann", category="preference"))] == [
+            "preference"]
+
+    def test_recall_filters_by_metadata_and_time_inside_the_search(self, mem: Any, clock: FakeClock) -> None:
+        start = clock.now
+        for i in range(30):
+            call(mem.save(f"I like blue number {i}", user_id="ann", metadata={"topic": "colour", "n": i}))
+            clock.advance(hours=1)
+        call(mem.save("I like blue, in the archive", user_id="ann", metadata={"topic": "archive"}))
+        hits = call(mem.recall("I like blue", user_id="ann", top_k=3, filter={"metadata.topic": "archive"}))
+        assert [h.memory.content for h in hits] == ["I like blue, in the archive"]
+        early = call(mem.recall("blue", user_id="ann", top_k=50,
+                                filter={"created_at": {"$lt": start + timedelta(hours=5)}, "metadata.n": {"$gte": 2}}))
+        assert sorted(h.memory.metadata["n"] for h in early) == [2, 3, 4]
+
+    def test_recall_finds_chinese_words(self, mem: Any) -> None:
+        call(mem.save("我喜欢蓝色", user_id="ann", category="preference"))
+        call(mem.save("我叫小明", user_id="ann"))
+        assert call(mem.recall("蓝色", user_id="ann"))[0].memory.content == "我喜欢蓝色"
+
+    def test_lexical_mode_recalls_by_text(self, lexical: Any) -> None:
+        call(lexical.save("I like blue", user_id="ann"))
+        call(lexical.save("I own a dog", user_id="ann"))
+        hits = call(lexical.recall("blue", user_id="ann"))
+        assert [h.memory.content for h in hits] == ["I like blue"] and hits[0].similarity is None
+
+    def test_recall_reinforces_what_it_returns(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        clock.advance(days=1)
+        call(mem.recall("blue", user_id="ann"))
+        call(mem.flush())
+        after = call(mem.get(rec.memory_id))
+        assert after.access_count == 1
+        assert after.last_accessed_at == clock.now
+        assert after.importance == pytest.approx(rec.importance + 0.1)
+
+    def test_expired_memory_is_not_recalled(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("Door code is 4512", user_id="ann", expire_at=clock.now + timedelta(hours=1)))
+        assert call(mem.recall("door code", user_id="ann"))
+        clock.advance(hours=2)
+        assert call(mem.recall("door code", user_id="ann")) == []
+
+    def test_list_is_an_exact_lookup(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann", metadata={"key": "colour"}))
+        call(mem.save("I like tea", user_id="ann", metadata={"key": "drink"}))
+        found = call(mem.list(user_id="ann", filter={"metadata.key": "drink"}))
+        assert [r.content for r in found] == ["I like tea"]
+
+    # -- versions ---------------------------------------------------------------------------
+    def test_update_writes_a_new_version_and_keeps_history(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        clock.advance(minutes=5)
+        new = call(mem.update(rec.memory_id, content="I like black", expected_version=1))
+        assert new.version == 2 and new.updated_at == clock.now and new.created_at == rec.created_at
+        assert [v.content for v in call(mem.history(rec.memory_id))] == ["I like blue", "I like black"]
+        assert call(mem.recall("black", user_id="ann"))[0].memory.content == "I like black"
+
+    def test_stale_expected_version_is_refused(self, mem: Any) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        call(mem.update(rec.memory_id, content="I like green"))
+        with pytest.raises(VersionConflictError):
+            call(mem.update(rec.memory_id, content="I like red", expected_version=1))
+        assert call(mem.get(rec.memory_id)).content == "I like green"
+
+    def test_update_of_an_unknown_memory_is_not_found(self, mem: Any) -> None:
+        with pytest.raises(polymem.NotFoundError):
+            call(mem.update(str(uuid.uuid4()), content="x"))
+
+    def test_delete_removes_the_memory(self, mem: Any) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        assert call(mem.delete(rec.memory_id)) is True
+        assert call(mem.get(rec.memory_id)) is None
+        assert call(mem.recall("blue", user_id="ann")) == []
+        assert call(mem.delete(rec.memory_id)) is False
+
+    # -- consolidation ----------------------------------------------------------------------
+    def test_consolidate_merges_near_duplicates_keeping_history(self, mem: Any) -> None:
+        first = call(mem.save("I like blue", user_id="ann", category="preference"))
+        dup = call(mem.save("I like blue.", user_id="ann", category="preference"))
+        report = call(mem.consolidate())
+        assert report.merged == {first.memory_id: [dup.memory_id]}
+        assert call(mem.get(dup.memory_id)).status == "archived"
+        assert dup.memory_id in call(mem.get(first.memory_id)).metadata["merged_from"]
+        assert [h.memory.memory_id for h in call(mem.recall("blue", user_id="ann"))] == [first.memory_id]
+
+    def test_consolidate_supersedes_a_contradicted_preference(self, mem: Any, clock: FakeClock) -> None:
+        old = call(mem.save("My favourite colour is blue", user_id="ann", category="preference"))
+        clock.advance(days=2)
+        new = call(mem.save("My favourite colour is now black", user_id="ann", category="preference"))
+        report = call(mem.consolidate())
+        assert report.superseded == {old.memory_id: new.memory_id}
+        versions = call(mem.history(old.memory_id))
+        assert [v.content for v in versions] == ["My favourite colour is blue", "My favourite colour is now black"]
+        live = [h.memory.content for h in call(mem.recall("favourite colour", user_id="ann"))]
+        assert live == ["My favourite colour is now black"]
+
+    def test_consolidate_archives_expired_and_decayed(self, mem: Any, clock: FakeClock) -> None:
+        expiring = call(mem.save("Door code is 4512", user_id="ann", expire_at=clock.now + timedelta(days=1)))
+        task = call(mem.save("Buy milk", user_id="ann", category="task"))
+        keep = call(mem.save("My name is Ann", user_id="ann", category="fact"))
+        clock.advance(days=60)
+        report = call(mem.consolidate())
+        assert report.expired == [expiring.memory_id]
+        assert report.archived == [task.memory_id]
+        assert call(mem.get(keep.memory_id)).status == "active"
+
+    def test_consolidate_keeps_unrelated_memories(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann", category="preference"))
+        call(mem.save("I like jazz", user_id="ann", category="preference"))
+        report = call(mem.consolidate())
+        assert report.changed == 0
+
+    # -- embeddings -------------------------------------------------------------------------
+    def test_another_embedder_requires_reembedding(self, open_store: Any, clock: FakeClock) -> None:
+        first = open_store(clock, None)
+        call(first.save("I like blue", user_id="ann"))
+        second = open_store(clock, local_embedder())
+        call(first.close())
+        try:
+            with pytest.raises(ReembedRequiredError):
+                call(second.recall("blue", user_id="ann"))
+            assert call(second.reembed()) == 1
+            assert call(second.recall("colour", user_id="ann"))[0].memory.embedding_model == local_embedder().model_id
+        finally:
+            call(second.close())
+
+    # -- working memory ---------------------------------------------------------------------
+    def test_session_keeps_messages_in_order_with_every_field(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=None)
+        call(ses.add("user", "What's the weather?", name="ann", metadata={"lang": "en"}))
+        call(ses.add("assistant", "", tool_calls=[{"id": "c1", "name": "weather", "arguments": '{"city": "Paris"}'}]))
+        call(ses.add("tool", "12 C", tool_call_id="c1"))
+        messages = call(ses.messages())
+        assert [m.role for m in messages] == ["user", "assistant", "tool"]
+        assert messages[0].name == "ann" and messages[0].metadata == {"lang": "en"}
+        assert messages[1].tool_calls[0].name == "weather" and messages[1].tool_calls[0].arguments == '{"city": "Paris"}'
+        assert messages[2].tool_call_id == "c1"
+
+    def test_window_is_bounded_by_tokens_not_messages(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=60, keep_last=1)
+        for i in range(10):
+            call(ses.add("user", f"hi {i}"))
+        assert len(call(ses.messages())) == 10
+        call(ses.add("user", "Quarterly report: " + "revenue grew strongly across regions " * 6))
+        window = call(ses.messages())
+        assert window[-1].content.startswith("Quarterly report")
+        assert len(window) < 11
+        assert len(call(ses.transcript())) == 11
+
+    def test_overflow_summary_keeps_the_last_messages_verbatim(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=40, overflow="summarize", keep_last=2)
+        call(ses.add("user", "Revenue was 12.5 million USD in 2025."))
+        call(ses.add("assistant", "Noted, 12.5 million USD."))
+        call(ses.add("user", "Costs were 3 million EUR, spread over a very long list of line items."))
+        call(ses.add("user", "I live in Paris"))
+        window = call(ses.messages())
+        assert window[0].role == "system" and window[0].metadata["polymem_summary"]
+        assert "12.5" in window[0].content and "USD" in window[0].content
+        assert [m.content for m in window[-2:]][-1] == "I live in Paris"
+
+    def test_summary_that_loses_a_number_falls_back_to_raw_text(self, open_store: Any, clock: FakeClock) -> None:
+        class Lossy:
+            def summarize(self, previous: str | None, messages: Any) -> str:
+                return "The user talked about money."
+
+        store = open_store(clock, None)
+        store.engine.summarizer = Lossy()
+        try:
+            ses = store.session("s1", user_id="ann", max_tokens=25, overflow="summarize", keep_last=1)
+            call(ses.add("user", "The invoice total is 4,200 EUR due on 2026-03-01."))
+            call(ses.add("user", "Please also note the shipping, a detail that takes up many tokens here."))
+            summary = call(ses.messages())[0].content
+            assert "4,200 EUR" in summary and "talked about money" not in summary
+        finally:
+            call(store.close())
+
+    def test_session_ttl_expires_the_window(self, mem: Any, clock: FakeClock) -> None:
+        ses = mem.session("s1", user_id="ann", ttl=timedelta(minutes=30))
+        call(ses.add("user", "hello"))
+        clock.advance(minutes=31)
+        assert call(ses.messages()) == []
+
+    def test_evicted_messages_leave_the_window_but_stay_in_the_transcript(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=None)
+        first = call(ses.add("user", "one"))
+        call(ses.add("user", "two"))
+        assert call(ses.evict([first.message_id])) == 1
+        assert [m.content for m in call(ses.messages())] == ["two"]
+        assert [m.content for m in call(ses.transcript())] == ["one", "two"]
+
+    def test_replace_sets_the_window(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=None)
+        call(ses.add("user", "one"))
+        two = call(ses.add("user", "two"))
+        call(ses.replace([two, polymem.Message(role="assistant", content="three")]))
+        assert [m.content for m in call(ses.messages())] == ["two", "three"]
+        call(ses.clear())
+        assert call(ses.messages()) == []
+        assert len(call(ses.transcript())) == 3
+
+    def test_ending_a_session_consolidates_it_into_long_term_memory(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann")
+        call(ses.add("user", "Hi! My name is Ann. I like blue."))
+        call(ses.add("assistant", "Nice to meet you, Ann."))
+        call(ses.add("user", "Can you recommend a shirt?"))
+        saved = call(ses.end())
+        assert sorted(r.content for r in saved) == ["I like blue.", "My name is Ann."]
+        assert all(r.session_id == "s1" and r.user_id == "ann" for r in saved)
+        assert call(ses.messages()) == []
+        assert call(mem.recall("favourite colour", user_id="ann"))[0].memory.content == "I like blue."
+
+    def test_ending_without_consolidation_discards(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann")
+        call(ses.add("user", "My name is Ann."))
+        assert call(ses.end(consolidate=False)) == []
+        assert call(mem.list(user_id="ann")) == []
+
+    # -- snapshots --------------------------------------------------------------------------
+    def _fill(self, mem: Any, clock: FakeClock) -> list[Any]:
+        recs = [call(mem.save(f"Fact number {i}: I like colour {c}", user_id=u, category="preference",
+                              metadata={"i": i}, entities=[c]))
+                for i, (u, c) in enumerate([("ann", "blue"), ("ann", "red"), ("bob", "green")])]
+        clock.advance(hours=1)
+        call(mem.update(recs[0].memory_id, content="Fact: I like black now"))
+        ses = mem.session("s1", user_id="ann", max_tokens=None)
+        call(ses.add("user", "hello 你好", metadata={"x": [1, 2]}))
+        return recs
+
+    def test_snapshot_round_trip_is_exact(self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        self._fill(mem, clock)
+        buffer = io.BytesIO()
+        assert call(mem.export_snapshot(buffer)) == 3
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            report = call(target.import_snapshot(buffer))
+            assert (report.imported, report.duplicates, report.sessions) == (3, 0, 1)
+            for rec in call(mem.list(limit=100)):
+                assert call(target.get(rec.memory_id)) == rec
+                assert call(target.history(rec.memory_id)) == call(mem.history(rec.memory_id))
+            source_msgs = call(mem.session("s1", user_id="ann", max_tokens=None).transcript())
+            assert call(target.session("s1", user_id="ann", max_tokens=None).transcript()) == source_msgs
+            buffer.seek(0)
+            again = call(target.import_snapshot(buffer))
+            assert (again.imported, again.duplicates) == (0, 3)
+        finally:
+            call(target.close())
+
+    def test_truncated_snapshot_is_refused_with_its_line_and_imports_nothing(
+            self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        self._fill(mem, clock)
+        buffer = io.BytesIO()
+        call(mem.export_snapshot(buffer))
+        lines = buffer.getvalue().splitlines(keepends=True)
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            with pytest.raises(SnapshotError, match="truncated"):
+                call(target.import_snapshot(io.BytesIO(b"".join(lines[:-1]))))
+            corrupt = lines[:2] + [b'{"type": "memory", "record": {"memory_id": 1\n'] + lines[3:]
+            with pytest.raises(SnapshotError, match="line 3"):
+                call(target.import_snapshot(io.BytesIO(b"".join(corrupt))))
+            assert call(target.list(limit=100)) == []
+        finally:
+            call(target.close())
+
+    def test_snapshot_import_reembeds_vectors_of_another_model(
+            self, lexical: Any, open_store: Any, clock: FakeClock) -> None:
+        call(lexical.save("I like blue", user_id="ann"))
+        buffer = io.BytesIO()
+        call(lexical.export_snapshot(buffer))
+        header = json.loads(buffer.getvalue().splitlines()[0])
+        assert header["format"] == "polymem-snapshot" and header["version"] == 1
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            assert call(target.import_snapshot(buffer)).reembedded == 1
+            assert call(target.recall("colour", user_id="ann"))[0].memory.content == "I like blue"
+        finally:
+            call(target.close())

@@ -1,0 +1,34 @@
+"""Shared fixtures: real stores over every embedded backend, sync and async."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import polymem
+
+BACKENDS = ["memory", "sqlite"]
+DRIVERS = ["sync", "async"]
+_names = itertools.count()
+
+
+def store_factory(backend: str, driver: str, tmp_path: Path) -> Any:
+    """`(clock, embedder, fresh=False) -> store` for one backend × driver."""
+    shared = f"t{next(_names)}"
+
+    def factory(clock: Any, embedder: Any, fresh: bool = False) -> Any:
+        opener = polymem.open if driver == "sync" else polymem.open_async
+        name = f"{shared}-fresh" if fresh else shared
+        url = f"memory://{name}" if backend == "memory" else f"sqlite:///{tmp_path / (name + '.db')}"
+        return opener(url, clock=clock, embedder=embedder)
+
+    return factory
+
+
+@pytest.fixture(params=[f"{b}-{d}" for b in BACKENDS for d in DRIVERS])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    backend, driver = request.param.split("-")
+    return store_factory(backend, driver, tmp_path)

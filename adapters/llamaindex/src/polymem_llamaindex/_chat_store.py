@@ -1,0 +1,320 @@
+"""LlamaIndex chat stores kept in polymem working memory: one session per `chat_store_key`.
+
+`PolymemChatStore` replaces `SimpleChatStore` (the store of `ChatMemoryBuffer`),
+`PolymemAsyncChatStore` replaces `SQLAlchemyChatStore` (the store of `Memory`).
+What LlamaIndex calls the messages of a key is the session's window; what
+leaves the window (`ARCHIVED`) stays in the session's transcript, so the whole
+conversation remains in polymem for every framework to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, List, Optional
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
+from llama_index.core.storage.chat_store.base import BaseChatStore
+from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
+
+from polymem import Message
+
+from ._bridge import Plan, Store, arun, resolve_store, run
+from ._convert import from_polymem, from_polymem_all, keep_identity, to_polymem, to_polymem_all
+
+
+class PolymemBound(BaseModel):
+    """The serialisable link to a polymem store: its URL and namespace, never the live object.
+
+    Give the store itself (`polymem.open(...)`/`polymem.open_async(...)`) or its
+    URL as the first argument; a component rebuilt from its dict in the same
+    process reuses the live store, elsewhere it reopens the URL.
+    """
+
+    url: str = Field(description="The store's connection descriptor (`mem.url`).")
+    namespace: str = Field(default="default", description="The store's namespace (tenant).")
+    user_id: Optional[str] = Field(default=None, description="Whose conversations these are.")
+    agent_id: Optional[str] = Field(default=None, description="Which agent writes them.")
+
+    _store: Any = PrivateAttr(default=None)
+
+    def __init__(self, memory: Store | str | None = None, /, **data: Any) -> None:
+        store = resolve_store(memory, data.get("url"), data.get("namespace"))
+        data["url"], data["namespace"] = store.url, store.namespace
+        super().__init__(**data)
+        self._store = store
+
+    @property
+    def memory(self) -> Store:
+        """The live polymem store (`polymem.Memory` or `polymem.AsyncMemory`)."""
+        return self._store
+
+    def _session(self, key: str) -> Any:
+        return self._store.session(key, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
+
+    def _keys(self) -> Plan[List[str]]:
+        infos = yield lambda: self._store.sessions(user_id=self.user_id)
+        return [info.session_id for info in infos]
+
+
+class PolymemChatStore(PolymemBound, BaseChatStore):
+    """A `BaseChatStore` whose keys are polymem sessions; a drop-in for `SimpleChatStore`.
+
+    >>> import polymem
+    >>> from llama_index.core.memory import ChatMemoryBuffer
+    >>> from llama_index.core.llms import ChatMessage
+    >>> store = PolymemChatStore(polymem.open("memory://", embedder=None), user_id="ann")
+    >>> buffer = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="ann-1", token_limit=1000)
+    >>> buffer.put(ChatMessage(role="user", content="I live in Lyon."))
+    >>> [m.content for m in buffer.get()]
+    ['I live in Lyon.']
+    """
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolymemChatStore"
+
+    def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
+        """Make the key's messages exactly `messages` (the transcript keeps what leaves)."""
+        run(self._store, _set(self._session(key), messages))
+
+    def get_messages(self, key: str) -> List[ChatMessage]:
+        """The key's messages, oldest first ([] for an unknown key)."""
+        return run(self._store, _window(self._session(key)))
+
+    def add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+        """Append a message (or insert it at `idx`, as `SimpleChatStore` allows)."""
+        run(self._store, _add(self._session(key), message, idx))
+
+    def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+        """Forget the key's session; its messages, or None if there was none."""
+        return run(self._store, _delete_session(self._session(key)))
+
+    def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Forget the message at `idx`; it, or None if there is none."""
+        return run(self._store, _delete_at(self._session(key), idx))
+
+    def delete_last_message(self, key: str) -> Optional[ChatMessage]:
+        """Forget the newest message; it, or None if there is none."""
+        return run(self._store, _delete_at(self._session(key), -1))
+
+    def get_keys(self) -> List[str]:
+        """Every session of `user_id` (of everyone when None), whichever framework wrote it."""
+        return run(self._store, self._keys())
+
+    async def aset_messages(self, key: str, messages: List[ChatMessage]) -> None:
+        await arun(self._store, _set(self._session(key), messages))
+
+    async def aget_messages(self, key: str) -> List[ChatMessage]:
+        return await arun(self._store, _window(self._session(key)))
+
+    async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+        await arun(self._store, _add(self._session(key), message, idx))
+
+    async def adelete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+        return await arun(self._store, _delete_session(self._session(key)))
+
+    async def adelete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        return await arun(self._store, _delete_at(self._session(key), idx))
+
+    async def adelete_last_message(self, key: str) -> Optional[ChatMessage]:
+        return await arun(self._store, _delete_at(self._session(key), -1))
+
+    async def aget_keys(self) -> List[str]:
+        return await arun(self._store, self._keys())
+
+
+class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
+    """An `AsyncDBChatStore` on polymem; a drop-in for `SQLAlchemyChatStore` in `Memory`.
+
+    `ACTIVE` messages are the session's window, `ARCHIVED` ones the rest of its
+    transcript, so `archive_oldest_messages` moves messages out of the window
+    and polymem keeps them. Differences from `SQLAlchemyChatStore`:
+    `set_messages(ACTIVE)` keeps the archive, and `delete_message` takes an
+    index into the active messages (polymem exposes no row ids).
+
+    >>> import asyncio, polymem
+    >>> from llama_index.core.memory import Memory
+    >>> store = PolymemAsyncChatStore(polymem.open_async("memory://", embedder=None), user_id="ann")
+    >>> memory = Memory.from_defaults(session_id="ann-1", chat_store=store)
+    >>> memory.put(ChatMessage(role="user", content="hello"))
+    >>> [m.content for m in memory.get()]
+    ['hello']
+    """
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolymemAsyncChatStore"
+
+    async def get_messages(
+        self,
+        key: str,
+        status: Optional[MessageStatus] = MessageStatus.ACTIVE,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+    ) -> List[ChatMessage]:
+        """Messages with `status` (None: all), oldest first, then `offset` and `limit` applied."""
+        messages = await arun(self._store, _by_status(self._session(key), status))
+        start = offset or 0
+        return from_polymem_all(messages[start : None if limit is None else start + limit])
+
+    async def count_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE) -> int:
+        """How many messages have `status` (None: all)."""
+        return await arun(self._store, _count(self._session(key), status))
+
+    async def add_message(self, key: str, message: ChatMessage, status: MessageStatus = MessageStatus.ACTIVE) -> None:
+        await arun(self._store, _append(self._session(key), [message], status))
+
+    async def add_messages(
+        self, key: str, messages: List[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+    ) -> None:
+        await arun(self._store, _append(self._session(key), messages, status))
+
+    async def set_messages(
+        self, key: str, messages: List[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+    ) -> None:
+        """`ACTIVE`: the window becomes `messages` (the archive stays). `ARCHIVED`: the session
+        becomes only `messages`, archived, as in `SQLAlchemyChatStore`."""
+        ses = self._session(key)
+        if status == MessageStatus.ARCHIVED:
+            await arun(self._store, _reset_archived(ses, messages))
+        else:
+            await arun(self._store, _set(ses, messages))
+
+    async def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+        """Forget the active message at position `idx`; it, or None."""
+        return await arun(self._store, _delete_at(self._session(key), idx))
+
+    async def delete_messages(self, key: str, status: Optional[MessageStatus] = None) -> None:
+        """Forget the messages with `status`; None forgets the whole session."""
+        ses = self._session(key)
+        if status is None:
+            await arun(self._store, _delete_session(ses))
+        else:
+            await arun(self._store, _forget_status(ses, status))
+
+    async def delete_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+        """Forget the oldest `n` active messages and return them."""
+        return await arun(self._store, _oldest(self._session(key), n, forget=True))
+
+    async def archive_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+        """Move the oldest `n` active messages out of the window and return them."""
+        return await arun(self._store, _oldest(self._session(key), n, forget=False))
+
+    async def get_keys(self) -> List[str]:
+        return await arun(self._store, self._keys())
+
+
+# -- plans: each operation once, driven sync or async by `_bridge` ----------------------------
+
+
+def _raw(window: Iterable[Message]) -> list[Message]:
+    """The window without polymem's running-summary message (it is no stored message)."""
+    return [m for m in window if not m.metadata.get("polymem_summary")]
+
+
+def _window(ses: Any) -> Plan[List[ChatMessage]]:
+    messages = yield ses.messages
+    return from_polymem_all(messages)
+
+
+def _set(ses: Any, messages: List[ChatMessage]) -> Plan[None]:
+    current = yield ses.messages
+    wanted = keep_identity(_raw(current), to_polymem_all(messages))
+    yield lambda: ses.replace(wanted)
+
+
+def _add(ses: Any, message: ChatMessage, idx: Optional[int]) -> Plan[None]:
+    new = to_polymem(message)
+    if idx is None:
+        yield lambda: ses.add_messages([new])
+        return
+    window = _raw((yield ses.messages))
+    window.insert(idx, new)
+    yield lambda: ses.replace(window)
+
+
+def _append(ses: Any, messages: List[ChatMessage], status: MessageStatus) -> Plan[None]:
+    if not messages:
+        return
+    added = yield lambda: ses.add_messages(to_polymem_all(messages))
+    if status == MessageStatus.ARCHIVED:
+        yield lambda: ses.evict([m.message_id for m in added])
+
+
+def _delete_session(ses: Any) -> Plan[Optional[List[ChatMessage]]]:
+    info = yield ses.info
+    if info is None:
+        return None
+    messages = yield ses.messages
+    yield ses.delete
+    return from_polymem_all(messages)
+
+
+def _delete_at(ses: Any, idx: int) -> Plan[Optional[ChatMessage]]:
+    window = _raw((yield ses.messages))
+    if not -len(window) <= idx < len(window):
+        return None
+    target = window[idx]
+    yield from _forget(ses, {target.message_id})
+    return from_polymem(target)
+
+
+def _by_status(ses: Any, status: Optional[MessageStatus]) -> Plan[List[Message]]:
+    if status == MessageStatus.ACTIVE:
+        return (yield ses.messages)
+    transcript = yield ses.transcript
+    if status is None:
+        return transcript
+    window = yield ses.messages
+    active = {m.message_id for m in window}
+    return [m for m in transcript if m.message_id not in active]
+
+
+def _count(ses: Any, status: Optional[MessageStatus]) -> Plan[int]:
+    info = yield ses.info
+    if info is None:
+        return 0
+    if status == MessageStatus.ACTIVE:
+        return int(info.window_count)
+    if status == MessageStatus.ARCHIVED:
+        return int(info.message_count - info.window_count)
+    return int(info.message_count)
+
+
+def _oldest(ses: Any, n: int, *, forget: bool) -> Plan[List[ChatMessage]]:
+    oldest = _raw((yield ses.messages))[: max(n, 0)]
+    if not oldest:
+        return []
+    ids = [m.message_id for m in oldest]
+    if forget:
+        yield from _forget(ses, set(ids))
+    else:
+        yield lambda: ses.evict(ids)
+    return from_polymem_all(oldest)
+
+
+def _forget_status(ses: Any, status: MessageStatus) -> Plan[None]:
+    doomed = yield from _by_status(ses, status)
+    yield from _forget(ses, {m.message_id for m in _raw(doomed)})
+
+
+def _reset_archived(ses: Any, messages: List[ChatMessage]) -> Plan[None]:
+    yield ses.delete
+    yield from _append(ses, messages, MessageStatus.ARCHIVED)
+
+
+def _forget(ses: Any, message_ids: set[str]) -> Plan[None]:
+    """Remove messages from the transcript too (polymem has no call for it yet: rewrite the session)."""
+    if not message_ids:
+        return
+    transcript = yield ses.transcript
+    window = yield ses.messages
+    in_window = {m.message_id for m in window}
+    kept = [m for m in transcript if m.message_id not in message_ids]
+    yield ses.delete
+    if kept:
+        yield lambda: ses.add_messages(kept)
+        archived = [m.message_id for m in kept if m.message_id not in in_window]
+        if archived:
+            yield lambda: ses.evict(archived)

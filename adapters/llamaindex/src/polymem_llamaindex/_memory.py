@@ -1,0 +1,220 @@
+"""Long-term memory for LlamaIndex: a `Memory` block and a `ChatMemoryBuffer` drop-in."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory import BaseMemoryBlock, ChatMemoryBuffer
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
+from llama_index.core.storage.chat_store.base import BaseChatStore
+
+from polymem import RecallHit
+
+from ._bridge import Plan, Store, arun, run
+from ._chat_store import PolymemBound, PolymemChatStore
+from ._convert import text_of, to_polymem_all
+
+DEFAULT_HEADER = "Long-term memories relevant to this conversation:"
+
+
+class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
+    """A `Memory` block backed by polymem long-term memory.
+
+    Messages flushed out of `Memory`'s short-term queue are distilled by the
+    store's extractor (`mem.ingest`) into memories of `user_id`; each `get`
+    recalls the `top_k` memories relevant to the latest user message, whichever
+    framework or agent wrote them.
+
+    >>> import polymem
+    >>> from llama_index.core.memory import Memory
+    >>> mem = polymem.open("memory://", embedder=None)
+    >>> _ = mem.save("Ann is allergic to peanuts.", user_id="ann", agent_id="langchain-agent")
+    >>> memory = Memory.from_defaults(session_id="s1", memory_blocks=[PolymemMemoryBlock(mem, user_id="ann")])
+    >>> memory.put(ChatMessage(role="user", content="Any peanuts in this satay?"))
+    >>> "allergic to peanuts" in memory.get()[0].content
+    True
+    """
+
+    name: str = Field(default="polymem", description="The block's name in the memory template.")
+    priority: int = Field(default=1, description="Truncated (weakest memories first) before chat history.")
+    top_k: int = Field(default=5, description="How many memories to recall per get.")
+
+    async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
+        """The memories relevant to the latest user message, one per line, best first."""
+        query = _latest_user_text(messages or [])
+        if not query:
+            return ""
+        hits = await arun(self._store, _recall(self._store, query, self.user_id, self.top_k))
+        return "\n".join(_line(hit) for hit in hits)
+
+    async def _aput(self, messages: List[ChatMessage]) -> None:
+        """Distil messages that left short-term memory into long-term memories."""
+        if not messages:
+            return
+        session_id = messages[0].additional_kwargs.get("session_id")
+        await arun(self._store, _ingest(self, messages, session_id))
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
+        """Drop the weakest memories (the last lines) until about `tokens_to_truncate` are freed."""
+        lines = content.splitlines()
+        budget = tokens_to_truncate
+        while lines and budget > 0:
+            budget -= max(1, len(lines.pop()) // 4)
+        return "\n".join(lines) or None
+
+
+class PolymemMemory(ChatMemoryBuffer):
+    """A `ChatMemoryBuffer` drop-in kept in polymem, which also injects long-term memories.
+
+    The conversation lives in a polymem session (`chat_store_key`); `get` trims
+    it to `token_limit` exactly as `ChatMemoryBuffer` does, after reserving room
+    for one system message listing the `top_k` long-term memories relevant to
+    `input` (or to the latest user message). With `ingest=True`, every user
+    message `put` is also handed to polymem's extractor, so what the user tells
+    a LlamaIndex agent is remembered for agents of every framework.
+    `to_dict`/`from_dict` (and a workflow `Context`) keep only the store's URL.
+
+    >>> import polymem
+    >>> mem = polymem.open("memory://", embedder=None)
+    >>> memory = PolymemMemory.from_defaults(memory=mem, user_id="ann", chat_store_key="ann-1")
+    >>> memory.put(ChatMessage(role="user", content="I prefer aisle seats."))
+    >>> [m.role.value for m in memory.get(input="book me a seat")]
+    ['system', 'user']
+    """
+
+    chat_store: PolymemChatStore  # type: ignore[assignment]
+    top_k: int = Field(default=5, description="Long-term memories injected per get (0: none).")
+    ingest: bool = Field(default=True, description="Hand user messages to polymem's extractor on put.")
+    header: str = Field(default=DEFAULT_HEADER, description="First line of the injected system message.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PolymemMemory"
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        chat_history: Optional[List[ChatMessage]] = None,
+        llm: Optional[LLM] = None,
+        chat_store: Optional[BaseChatStore] = None,
+        chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
+        token_limit: Optional[int] = None,
+        tokenizer_fn: Optional[Callable[[str], List]] = None,
+        *,
+        memory: Store | str | None = None,
+        user_id: Optional[str] = None,
+        agent_id: Optional[str] = None,
+        top_k: int = 5,
+        ingest: bool = True,
+        **kwargs: Any,
+    ) -> "PolymemMemory":
+        """`ChatMemoryBuffer.from_defaults`, plus the polymem store (`memory`: a store or its URL)
+        and whose conversation it is (`user_id`, `agent_id`). Without a store or a
+        `PolymemChatStore`, polymem's default store (`polymem.open()`) is used."""
+        if chat_store is not None and not isinstance(chat_store, PolymemChatStore):
+            raise TypeError(
+                f"PolymemMemory keeps its messages in a PolymemChatStore, not a {type(chat_store).__name__}; "
+                "pass memory=polymem.open(...) instead"
+            )
+        if chat_store is None:
+            if memory is None:
+                import polymem
+
+                memory = polymem.open()
+            chat_store = PolymemChatStore(memory, user_id=user_id, agent_id=agent_id)
+        buffer = super().from_defaults(
+            chat_history=chat_history,
+            llm=llm,
+            chat_store=chat_store,
+            chat_store_key=chat_store_key,
+            token_limit=token_limit,
+            tokenizer_fn=tokenizer_fn,
+            **kwargs,
+        )
+        return cls(
+            token_limit=buffer.token_limit,
+            tokenizer_fn=buffer.tokenizer_fn,
+            chat_store=chat_store,
+            chat_store_key=chat_store_key,
+            top_k=top_k,
+            ingest=ingest,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any], **kwargs: Any) -> "PolymemMemory":
+        """Rebuild from `to_dict()`: the store is found again by its URL."""
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        store = data.pop("chat_store")
+        if isinstance(store, dict):
+            store = PolymemChatStore.from_dict(store)
+        return cls(chat_store=store, **data)
+
+    @property
+    def memory(self) -> Store:
+        """The live polymem store."""
+        return self.chat_store.memory
+
+    def get(self, input: Optional[str] = None, initial_token_count: int = 0, **kwargs: Any) -> List[ChatMessage]:
+        """The trimmed conversation, preceded by a system message of relevant long-term memories."""
+        recalled = self._long_term(input)
+        if recalled is None:
+            return super().get(input=input, initial_token_count=initial_token_count, **kwargs)
+        reserved = initial_token_count + self._token_count_for_messages([recalled])
+        if reserved > self.token_limit:
+            return super().get(input=input, initial_token_count=initial_token_count, **kwargs)
+        return [recalled, *super().get(input=input, initial_token_count=reserved, **kwargs)]
+
+    def put(self, message: ChatMessage) -> None:
+        super().put(message)
+        if self._should_ingest(message):
+            run(self.memory, _ingest(self.chat_store, [message], self.chat_store_key))
+
+    async def aput(self, message: ChatMessage) -> None:
+        await super().aput(message)
+        if self._should_ingest(message):
+            await arun(self.memory, _ingest(self.chat_store, [message], self.chat_store_key))
+
+    def _should_ingest(self, message: ChatMessage) -> bool:
+        return self.ingest and message.role.value == "user" and bool(text_of(message).strip())
+
+    def _long_term(self, input: Optional[str]) -> Optional[ChatMessage]:
+        if self.top_k <= 0:
+            return None
+        query = input or _latest_user_text(self.get_all())
+        if not query:
+            return None
+        hits = run(self.memory, _recall(self.memory, query, self.chat_store.user_id, self.top_k))
+        if not hits:
+            return None
+        lines = "\n".join(_line(hit) for hit in hits)
+        return ChatMessage(role="system", content=f"{self.header}\n{lines}")
+
+
+def _recall(store: Store, query: str, user_id: Optional[str], top_k: int) -> Plan[List[RecallHit]]:
+    return (yield lambda: store.recall(query, user_id=user_id, top_k=top_k))
+
+
+def _ingest(owner: PolymemBound, messages: List[ChatMessage], session_id: Optional[str]) -> Plan[Any]:
+    converted = to_polymem_all(messages)
+    return (
+        yield lambda: owner.memory.ingest(
+            converted, user_id=owner.user_id, agent_id=owner.agent_id, session_id=session_id
+        )
+    )
+
+
+def _latest_user_text(messages: List[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role.value == "user":
+            text = text_of(message).strip()
+            if text:
+                return text
+    return ""
+
+
+def _line(hit: RecallHit) -> str:
+    return f"- {hit.memory.content}"

@@ -1,0 +1,137 @@
+"""`PolymemChatHistoryAgentThread`: an agent thread whose messages live in polymem."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import AsyncIterable
+from typing import Any
+
+from semantic_kernel.agents import ChatHistoryAgentThread
+from semantic_kernel.contents.chat_history import ChatHistory
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.utils.author_role import AuthorRole
+from semantic_kernel.exceptions.agent_exceptions import AgentThreadOperationException
+
+from . import _aio, _convert
+
+if sys.version_info >= (3, 12):
+    from typing import override  # pragma: no cover
+else:
+    from typing_extensions import override  # pragma: no cover
+
+
+class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
+    """A `ChatHistoryAgentThread` backed by a polymem working-memory session.
+
+    The thread id is the session id, so a conversation resumes anywhere the
+    store is reachable (another process, another machine behind the
+    service), and frameworks sharing the store see the same messages:
+
+        thread = PolymemChatHistoryAgentThread(store, user_id="alice", thread_id="support-42")
+        reply = await agent.get_response(messages="Hello", thread=thread)
+
+    `max_tokens=None` (the default) keeps every message in the window and
+    leaves reduction to Semantic Kernel; give a number to let polymem bound
+    the window by tokens (`overflow="summarize"` folds the oldest messages
+    into a summary). Further keywords go to `store.session(...)`.
+
+    `delete()` forgets the session; with `consolidate_on_delete=True` it is
+    first distilled into long-term memories by the store's extractor.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        user_id: str,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        max_tokens: int | None = None,
+        consolidate_on_delete: bool = False,
+        **session_options: Any,
+    ) -> None:
+        super().__init__(chat_history=None, thread_id=thread_id or f"thread_{uuid.uuid4().hex}")
+        self._store = store
+        self._user_id = user_id
+        self._agent_id = agent_id
+        self._max_tokens = max_tokens
+        self._consolidate_on_delete = consolidate_on_delete
+        self._session_options = session_options
+        self._session: Any = None
+
+    @property
+    def user_id(self) -> str:
+        """Whose conversation this is."""
+        return self._user_id
+
+    def __len__(self) -> int:
+        """The number of messages last read or written through this thread object."""
+        return len(self._chat_history)
+
+    async def session(self) -> Any:
+        """The polymem working-memory session behind this thread."""
+        if self._session is None:
+            if self._id is None:
+                raise AgentThreadOperationException("The thread has been deleted.")
+            self._session = await _aio.call(
+                self._store.session,
+                self._id,
+                user_id=self._user_id,
+                agent_id=self._agent_id,
+                max_tokens=self._max_tokens,
+                **self._session_options,
+            )
+        return self._session
+
+    @override
+    async def _create(self) -> str:
+        assert self._id is not None  # nosec: set in __init__, cleared only by delete()
+        await self.session()
+        return self._id
+
+    @override
+    async def _delete(self) -> None:
+        session = await self.session()
+        if self._consolidate_on_delete:
+            await _aio.call(session.end, consolidate=True)
+        else:
+            await _aio.call(session.delete)
+        self._chat_history.clear()
+        self._session = None
+
+    @override
+    async def _on_new_message(self, new_message: str | ChatMessageContent) -> None:
+        if isinstance(new_message, str):
+            new_message = ChatMessageContent(role=AuthorRole.USER, content=new_message)
+        # The same guard as ChatHistoryAgentThread: a message echoed back by its own thread is not stored twice.
+        if new_message.metadata.get("thread_id") == self._id:
+            return
+        session = await self.session()
+        await _aio.call(session.add_messages, [_convert.to_polymem(new_message)])
+        self._chat_history.add_message(new_message)
+
+    @override
+    async def get_messages(self) -> AsyncIterable[ChatMessageContent]:
+        """The session's window as Semantic Kernel messages, oldest first.
+
+        A running summary (when polymem folded old messages) comes first as a
+        system message.
+        """
+        if self._is_deleted:
+            raise AgentThreadOperationException("Cannot retrieve chat history, since the thread has been deleted.")
+        if self._id is None:
+            await self.create()
+        session = await self.session()
+        stored = await _aio.call(session.messages)
+        messages = _convert.from_polymem_all(stored)
+        self._chat_history = ChatHistory(messages=list(messages))
+        for message in messages:
+            yield message
+
+    @override
+    async def reduce(self) -> ChatHistory | None:
+        """polymem bounds the window itself (`max_tokens`); nothing to reduce here."""
+        if self._id is None:
+            raise AgentThreadOperationException("Cannot reduce chat history, since the thread is not currently active.")
+        return None

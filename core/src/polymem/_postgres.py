@@ -1,0 +1,1147 @@
+"""PostgreSQL + pgvector: the scale-out backend (`polymem.open("postgresql://...")`).
+
+Every method is written once, as a *plan*: a generator that yields `Q`
+statements and receives their results. `PostgresBackend` drives plans over a
+psycopg connection pool, `AsyncPostgresBackend` (`_postgres_async.py`) over
+psycopg's native async pool; each plan runs in one transaction, retried on a
+serialization failure or deadlock.
+
+- Vectors are pgvector `vector` columns; each embedding model gets its own
+  partial HNSW index (`(vector::vector(dim)) WHERE embedding_model = '<model>'`),
+  so vector spaces never mix. A recall scoped to one user takes an exact path
+  through the btree on the scope (HNSW with a per-user filter drops rows); a
+  recall over every user uses HNSW with `hnsw.iterative_scan`.
+- Full text is a `tsvector` of the terms `_text.terms()` computes (CJK bigrams
+  included), written position by position with no dictionary, plus a scope
+  lexeme so a per-user search intersects posting lists instead of filtering.
+- Every read-modify-write is a transaction: updates lock the row
+  (`SELECT ... FOR UPDATE`, then compare-and-set on `version`), idempotent saves
+  take transaction-scoped advisory locks on their keys, reinforcement is one
+  atomic `UPDATE` per row in a fixed order, applied off the read path.
+- The schema is `MIGRATIONS`, an ordered list applied and recorded by `migrate()`.
+
+    >>> mem = polymem.open("postgresql://user@host/db")      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import queue
+import struct
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from ._backend import Backend, Candidate, NewRecord, SearchRequest
+from ._errors import (
+    InvalidFilterError,
+    NotFoundError,
+    PolymemError,
+    StoreClosedError,
+    VersionConflictError,
+    missing_extra,
+)
+from ._filters import OPERATORS, _column, _scalar, dumps, from_micros
+from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+
+MIGRATIONS: builtins.list[str] = [
+    # 1: records, versions, full text, vector index registry
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE polymem_memories (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        memory_id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        user_id TEXT, agent_id TEXT, session_id TEXT,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        category TEXT NOT NULL,
+        source TEXT NOT NULL,
+        importance DOUBLE PRECISION NOT NULL,
+        entities TEXT[] NOT NULL DEFAULT '{}',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        metadata_j JSONB GENERATED ALWAYS AS (metadata::jsonb) STORED,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        last_accessed_at TIMESTAMPTZ,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        expire_at TIMESTAMPTZ,
+        embedding_model TEXT,
+        vector vector,
+        version INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL DEFAULT 'active',
+        idempotency_key TEXT,
+        tsv TSVECTOR NOT NULL
+    );
+    CREATE UNIQUE INDEX polymem_memories_idempotency ON polymem_memories (namespace, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX polymem_memories_scope ON polymem_memories (namespace, user_id, status, created_at);
+    CREATE INDEX polymem_memories_recent ON polymem_memories (namespace, status, created_at);
+    CREATE INDEX polymem_memories_hash ON polymem_memories (namespace, content_hash);
+    CREATE INDEX polymem_memories_models ON polymem_memories (namespace, embedding_model) WHERE status = 'active';
+    CREATE INDEX polymem_memories_novector ON polymem_memories (namespace)
+        WHERE status = 'active' AND vector IS NULL;
+    CREATE INDEX polymem_memories_tsv ON polymem_memories USING gin (tsv);
+    CREATE TABLE polymem_memory_versions (
+        memory_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (memory_id, version)
+    );
+    CREATE TABLE polymem_vector_indexes (
+        model_id TEXT PRIMARY KEY,
+        dimension INTEGER NOT NULL,
+        index_name TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    """,
+    # 2: working memory
+    """
+    CREATE TABLE polymem_sessions (
+        namespace TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        user_id TEXT, agent_id TEXT,
+        summary TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        expire_at TIMESTAMPTZ,
+        PRIMARY KEY (namespace, session_id)
+    );
+    CREATE INDEX polymem_sessions_expire ON polymem_sessions (namespace, expire_at) WHERE expire_at IS NOT NULL;
+    CREATE TABLE polymem_session_messages (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        in_window BOOLEAN NOT NULL DEFAULT true
+    );
+    CREATE INDEX polymem_session_messages_session ON polymem_session_messages (namespace, session_id, id);
+    """,
+]
+
+_MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time
+_RECORD_COLUMNS = (
+    "m.memory_id, m.namespace, m.user_id, m.agent_id, m.session_id, m.content, m.category, m.source, m.importance, "
+    "m.entities, m.metadata, m.created_at, m.updated_at, m.last_accessed_at, m.access_count, m.expire_at, "
+    "m.embedding_model, m.version, m.status"
+)
+_INSERT_COLUMNS = (
+    "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
+    "metadata, created_at, updated_at, last_accessed_at, access_count, expire_at, embedding_model, version, status, "
+    "content_hash, vector, idempotency_key, tsv"
+)
+_NCOLS = 19
+_RETRYABLE = ("40001", "40P01")  # serialization_failure, deadlock_detected
+
+
+class LockTimeoutError(PolymemError, TimeoutError):
+    """The consolidation lock stayed taken by another instance past the timeout."""
+
+    code = "lock_timeout"
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - exercised by the "absent" CI leg
+        raise missing_extra("psycopg", "postgres") from None
+    return psycopg
+
+
+# -- values ------------------------------------------------------------------------------------
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(timezone.utc)
+
+
+def row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    created, updated = _utc(row[11]), _utc(row[12])
+    assert created is not None and updated is not None
+    return MemoryRecord(
+        memory_id=row[0], namespace=row[1], user_id=row[2], agent_id=row[3], session_id=row[4],
+        content=row[5], category=row[6], source=row[7], importance=float(row[8]),
+        entities=tuple(row[9] or ()), metadata=json.loads(row[10]),
+        created_at=created, updated_at=updated, last_accessed_at=_utc(row[13]),
+        access_count=int(row[14]), expire_at=_utc(row[15]), embedding_model=row[16],
+        version=int(row[17]), status=row[18],
+    )
+
+
+def record_values(record: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        record.memory_id, record.namespace, record.user_id, record.agent_id, record.session_id, record.content,
+        record.category, record.source, float(record.importance), list(record.entities), dumps(record.metadata),
+        record.created_at, record.updated_at, record.last_accessed_at, record.access_count, record.expire_at,
+        record.embedding_model, record.version, record.status,
+    )
+
+
+def vector_bytes(vector: np.ndarray | Sequence[float]) -> bytes:
+    """pgvector's binary form: dimension, a reserved zero, big-endian float32s."""
+    array = np.asarray(vector, dtype=">f4").ravel()
+    return struct.pack(">HH", len(array), 0) + array.tobytes()
+
+
+def vector_from_bytes(data: bytes | memoryview | None) -> np.ndarray | None:
+    if data is None:
+        return None
+    return np.frombuffer(bytes(data)[4:], dtype=">f4").astype(np.float32)
+
+
+def _hash64(text: str) -> int:
+    """A stable signed 64-bit key for advisory locks."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def scope_lexeme(namespace: str, user_id: str | None) -> str:
+    return "zs" + hashlib.sha1(f"{namespace}\x00{user_id or ''}".encode()).hexdigest()[:16]
+
+
+def namespace_lexeme(namespace: str) -> str:
+    return "zn" + hashlib.sha1(namespace.encode()).hexdigest()[:16]
+
+
+def _quote_lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(namespace: str, user_id: str | None, terms: Sequence[str]) -> str:
+    """A tsvector written lexeme by lexeme (no parser, no dictionary), with positions
+    so term frequency and length count in the rank."""
+    positions: dict[str, builtins.list[int]] = {}
+    for n, term in enumerate([namespace_lexeme(namespace), scope_lexeme(namespace, user_id), *terms], start=1):
+        if not term or len(term.encode()) > 2000:
+            continue
+        slot = positions.setdefault(term, [])
+        if len(slot) < 255:
+            slot.append(min(n, 16383))
+    return " ".join(f"{_quote_lexeme(t)}:{','.join(map(str, p))}" for t, p in positions.items())
+
+
+def tsquery_literal(scope: str, terms: Sequence[str]) -> str:
+    alternatives = " | ".join(_quote_lexeme(t) for t in terms if t and len(t.encode()) <= 2000)
+    return f"{_quote_lexeme(scope)} & ({alternatives})"
+
+
+def index_name(model_id: str) -> str:
+    return "polymem_hnsw_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
+
+
+# -- filters: the PostgreSQL twin of `_filters.compile_filter` --------------------------------------
+def compile_filter_pg(filter: dict[str, Any] | None, alias: str = "m") -> tuple[str, builtins.list[Any]]:
+    """Validate a filter dict (same rules and errors as SQLite) and compile it to PostgreSQL."""
+    if not filter:
+        return "", []
+    if not isinstance(filter, dict):
+        raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
+    clauses: builtins.list[str] = []
+    params: builtins.list[Any] = []
+    for field, condition in filter.items():
+        ops = condition if isinstance(condition, dict) and condition and all(
+            isinstance(k, str) and k.startswith("$") for k in condition) else {"$eq": condition}
+        for op, value in ops.items():
+            if op not in OPERATORS:
+                raise InvalidFilterError(f"unknown filter operator {op!r} on {field!r}; use one of {', '.join(OPERATORS)}")
+            sql, args = _compile_one_pg(field, op, value, alias)
+            clauses.append(sql)
+            params.extend(args)
+    return " AND ".join(clauses), params
+
+
+_PG_OPS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _pg_scalar(kind: str, field: str, value: Any) -> Any:
+    if kind == "time":
+        return from_micros(_scalar(kind, field, value))
+    if kind == "json":
+        if isinstance(value, (dict, list)):
+            raise InvalidFilterError(f"filter on {field} compares scalars only, got {value!r}")
+        return None if value is None else json.dumps(value)
+    return _scalar(kind, field, value)
+
+
+def _compile_one_pg(field: str, op: str, value: Any, alias: str) -> tuple[str, builtins.list[Any]]:
+    column, kind = _column(field, alias)
+    params: builtins.list[Any] = []
+    if kind == "json":
+        column = f"({alias}.metadata_j #> %s::text[])"
+        params = [field[len("metadata."):].split(".")]
+    if op == "$exists":
+        if not isinstance(value, bool):
+            raise InvalidFilterError("$exists takes true or false")
+        if kind == "entities":
+            return f"cardinality({column}) {'>' if value else '='} 0", []
+        if kind == "json":
+            test = f"({column} IS NOT NULL AND {column} <> 'null'::jsonb)"
+            return (test if value else f"NOT COALESCE({test}, false)"), params * 2
+        return f"{column} IS {'NOT ' if value else ''}NULL", []
+    if op == "$contains":
+        if kind == "entities":
+            return f"%s = ANY({column})", [str(value)]
+        if kind == "json":
+            scalar = _pg_scalar(kind, field, value)
+            return (f"(CASE jsonb_typeof({column}) WHEN 'array' THEN {column} @> ('[' || %s || ']')::jsonb "
+                    f"ELSE {column} = %s::jsonb END)"), [*params, *params, scalar, *params, scalar]
+        if kind == "text":
+            return f"strpos({column}, %s) > 0", [str(value)]
+        raise InvalidFilterError(f"$contains does not apply to {field}")
+    if kind == "entities":
+        if op == "$eq":
+            return f"%s = ANY({column})", [value]
+        raise InvalidFilterError(f"entities support $eq, $contains and $exists, not {op}")
+    if op in ("$in", "$nin"):
+        if not isinstance(value, (list, tuple)) or not value:
+            raise InvalidFilterError(f"{op} on {field} needs a non-empty list")
+        values = [_pg_scalar(kind, field, v) for v in value]
+        array = "%s::jsonb[]" if kind == "json" else "%s"
+        return (f"{column} = ANY({array})" if op == "$in" else f"{column} <> ALL({array})"), [*params, values]
+    scalar = _pg_scalar(kind, field, value)
+    if scalar is None:
+        if op in ("$eq", "$ne"):
+            test = f"({column} IS NULL OR {column} = 'null'::jsonb)" if kind == "json" else f"{column} IS NULL"
+            args = params * 2 if kind == "json" else []
+            return (test if op == "$eq" else f"NOT {test}"), args
+        raise InvalidFilterError(f"{op} on {field} cannot compare with null")
+    if kind == "json":
+        if op == "$ne":
+            return f"({column} IS NULL OR {column} <> %s::jsonb)", [*params, *params, scalar]
+        if op == "$eq":
+            return f"{column} = %s::jsonb", [*params, scalar]
+        # Ranges compare like with like: numbers with numbers, text with text.
+        return (f"(jsonb_typeof({column}) = jsonb_typeof(%s::jsonb) AND {column} {_PG_OPS[op]} %s::jsonb)",
+                [*params, scalar, *params, scalar])
+    if op == "$ne":
+        return f"({column} IS NULL OR {column} <> %s)", [scalar]
+    return f"{column} {_PG_OPS[op]} %s", [scalar]
+
+
+# -- plans --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Q:
+    """One statement of a plan. `mode`: all, one, none, rowcount, many (executemany), copy."""
+
+    sql: Any
+    params: Any = None
+    mode: str = "all"
+    types: tuple[str, ...] | None = None  # for copy: binary column types
+
+
+PgPlan = Generator[Q, Any, Any]
+
+
+def _scope_sql(namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+               filter: dict[str, Any] | None) -> tuple[str, builtins.list[Any]]:
+    clauses = ["m.namespace = %s"]
+    params: builtins.list[Any] = [namespace]
+    if user_id is not None:
+        clauses.append("m.user_id = %s")
+        params.append(user_id)
+    if agent_id is not None:
+        clauses.append("m.agent_id = %s")
+        params.append(agent_id)
+    if category is not None:
+        clauses.append("m.category = %s")
+        params.append(category)
+    sql, args = compile_filter_pg(filter)
+    if sql:
+        clauses.append(sql)
+        params.extend(args)
+    return " AND ".join(clauses), params
+
+
+class Plans:
+    """Every backend operation as a plan; shared by the sync and async drivers."""
+
+    def __init__(self) -> None:
+        self.known_models: set[str] = set()
+        self.ef_search = 200
+
+    # records ------------------------------------------------------------------------------
+    def _ensure_index(self, model_id: str | None, dimension: int) -> PgPlan:
+        """One partial HNSW index per embedding model, created with its first vector."""
+        if model_id is None or model_id in self.known_models:
+            return
+        found = yield Q("SELECT dimension FROM polymem_vector_indexes WHERE model_id = %s", (model_id,), "one")
+        if found is None:
+            yield Q("SELECT pg_advisory_xact_lock(%s)", (_hash64("index:" + model_id),), "none")
+            found = yield Q("SELECT dimension FROM polymem_vector_indexes WHERE model_id = %s", (model_id,), "one")
+        if found is not None:
+            self.known_models.add(model_id)
+            return
+        from psycopg import sql
+
+        name = index_name(model_id)
+        yield Q(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON polymem_memories USING hnsw ((vector::vector({})) vector_cosine_ops) "
+            "WHERE embedding_model = {}").format(sql.Identifier(name), sql.Literal(int(dimension)),
+                                                   sql.Literal(model_id)), None, "none")
+        yield Q("INSERT INTO polymem_vector_indexes (model_id, dimension, index_name) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING", (model_id, int(dimension), name), "none")
+
+    def insert(self, items: Sequence[NewRecord], now: datetime) -> PgPlan:
+        keys = set()
+        for item in items:
+            rec = item.record
+            if item.idempotency_key is not None:
+                keys.add(_hash64(f"idem\x00{rec.namespace}\x00{item.idempotency_key}"))
+            keys.add(_hash64(f"hash\x00{rec.namespace}\x00{rec.user_id}\x00{rec.agent_id}\x00{item.content_hash}"))
+        # Sorted, so two batches never wait on each other in opposite orders.
+        yield Q("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
+                (sorted(keys),), "none")
+        for model, dim in {(i.record.embedding_model, len(i.vector)) for i in items if i.vector is not None}:
+            yield from self._ensure_index(model, dim)
+        results: builtins.list[tuple[MemoryRecord, bool]] = []
+        for item in items:
+            rec = item.record
+            existing = yield from self._find_existing(item)
+            if existing is not None:
+                yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE memory_id = %s",
+                        (now, existing.memory_id), "none")
+                results.append((existing.replace(last_accessed_at=now), False))
+                continue
+            yield Q(f"INSERT INTO polymem_memories ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 22)}, %s::tsvector)",
+                    (*record_values(rec), item.content_hash, item.vector, item.idempotency_key,
+                     tsvector_literal(rec.namespace, rec.user_id, item.terms)), "none")
+            yield from self._write_version(rec)
+            results.append((rec, True))
+        return results
+
+    def _find_existing(self, item: NewRecord) -> PgPlan:
+        rec = item.record
+        if item.idempotency_key is not None:
+            row = yield Q(f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s "
+                          "AND m.idempotency_key = %s", (rec.namespace, item.idempotency_key), "one")
+            if row is not None:
+                return row_to_record(row)
+        row = yield Q(
+            f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s AND m.content_hash = %s "
+            "AND m.user_id IS NOT DISTINCT FROM %s AND m.agent_id IS NOT DISTINCT FROM %s AND m.status = 'active' "
+            "ORDER BY m.id LIMIT 1", (rec.namespace, item.content_hash, rec.user_id, rec.agent_id), "one")
+        return None if row is None else row_to_record(row)
+
+    @staticmethod
+    def _write_version(record: MemoryRecord) -> PgPlan:
+        yield Q("INSERT INTO polymem_memory_versions (memory_id, version, record) VALUES (%s, %s, %s) "
+                "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record",
+                (record.memory_id, record.version, dumps(record.to_dict())), "none")
+
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> PgPlan:
+        if not memory_ids:
+            return []
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s "
+                       "AND m.memory_id = ANY(%s)", (namespace, list(memory_ids)))
+        found = {r[0]: row_to_record(r) for r in rows}
+        return [found[i] for i in memory_ids if i in found]
+
+    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> PgPlan:
+        where, params = _scope_sql(namespace, user_id, agent_id, category, filter)
+        if status is not None:
+            where += " AND m.status = %s"
+            params.append(status)
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE {where} "
+                       "ORDER BY m.created_at DESC, m.id DESC LIMIT %s OFFSET %s", (*params, limit, offset))
+        return [row_to_record(r) for r in rows]
+
+    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
+               now: datetime, vector: np.ndarray | None, model_id: str | None,
+               content_hash: str | None, terms: Sequence[str] | None) -> PgPlan:
+        row = yield Q(f"SELECT {_RECORD_COLUMNS}, m.id FROM polymem_memories m WHERE m.namespace = %s "
+                      "AND m.memory_id = %s FOR UPDATE", (namespace, memory_id), "one")
+        if row is None:
+            raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
+        current = row_to_record(row)
+        if expected_version is not None and current.version != expected_version:
+            raise VersionConflictError(f"memory {memory_id} is at version {current.version}, not {expected_version}")
+        new = current.replace(**changes, version=current.version + 1, updated_at=now)
+        if content_hash is not None:
+            new = new.replace(embedding_model=model_id)
+            if vector is not None:
+                yield from self._ensure_index(model_id, len(vector))
+        v = record_values(new)
+        tsv = None if terms is None else tsvector_literal(namespace, new.user_id, terms)
+        count = yield Q(
+            "UPDATE polymem_memories SET content = %s, category = %s, source = %s, importance = %s, entities = %s, "
+            "metadata = %s, updated_at = %s, expire_at = %s, embedding_model = %s, version = %s, status = %s, "
+            "last_accessed_at = %s, access_count = %s, content_hash = COALESCE(%s, content_hash), "
+            "vector = CASE WHEN %s THEN %s::vector ELSE vector END, tsv = COALESCE(%s::tsvector, tsv) "
+            "WHERE id = %s AND version = %s",
+            (v[5], v[6], v[7], v[8], v[9], v[10], v[12], v[15], v[16], v[17], v[18], v[13], v[14], content_hash,
+             content_hash is not None, vector, tsv, row[-1], current.version), "rowcount")
+        if count != 1:  # pragma: no cover - the row lock makes this unreachable
+            raise VersionConflictError(f"memory {memory_id} changed concurrently")
+        yield from self._write_version(new)
+        return new
+
+    def delete(self, namespace: str, memory_id: str) -> PgPlan:
+        row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING id",
+                      (namespace, memory_id), "one")
+        if row is None:
+            return False
+        yield Q("DELETE FROM polymem_memory_versions WHERE memory_id = %s", (memory_id,), "none")
+        return True
+
+    def history(self, namespace: str, memory_id: str) -> PgPlan:
+        owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s",
+                        (namespace, memory_id), "one")
+        if owner is None:
+            return []
+        rows = yield Q("SELECT record FROM polymem_memory_versions WHERE memory_id = %s ORDER BY version", (memory_id,))
+        return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
+
+    # search -------------------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> PgPlan:
+        where, params = _scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
+                                   request.filter)
+        where += " AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > %s)"
+        params.append(request.now)
+        parts: builtins.list[str] = []
+        args: builtins.list[Any] = []
+        query = request.query_vector
+        model = request.model_id
+        if query is not None and model is not None:
+            if request.user_id is None:
+                # Every user: HNSW (the index expression and the model literal must match the index).
+                dim = int(len(query))
+                yield Q("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                        "set_config('hnsw.ef_search', %s, true)", (str(max(self.ef_search, request.limit)),), "none")
+                from psycopg import sql
+
+                model_sql = sql.Literal(model).as_string(None).replace("%", "%%")
+                parts.append(
+                    f"v AS (SELECT m.id FROM polymem_memories m WHERE m.embedding_model = {model_sql} AND {where} "
+                    f"ORDER BY (m.vector::vector({dim})) <=> %s::vector({dim}) LIMIT %s)")
+            else:
+                # One user: exact, through the btree on the scope; `m.vector` (not the index
+                # expression) keeps the planner off HNSW, whose post-filter would drop rows.
+                parts.append(
+                    f"v AS (SELECT m.id FROM polymem_memories m WHERE m.embedding_model = %s AND m.vector IS NOT NULL "
+                    f"AND {where} ORDER BY m.vector <=> %s::vector LIMIT %s)")
+                args.append(model)
+            args.extend([*params, query, request.limit])
+        if request.terms:
+            scope = scope_lexeme(request.namespace, request.user_id) if request.user_id is not None \
+                else namespace_lexeme(request.namespace)
+            parts.append(
+                "t AS (SELECT m.id, ts_rank(m.tsv, q.q, 1) AS r FROM polymem_memories m, "
+                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {where} ORDER BY r DESC, m.id LIMIT %s)")
+            args.extend([tsquery_literal(scope, request.terms), *params, request.limit])
+        if not parts:
+            return []
+        ids = " UNION ".join(f"SELECT id FROM {p.split(' ', 1)[0]}" for p in parts)
+        sim = "NULL::float8"
+        tail: builtins.list[Any] = []
+        if query is not None and model is not None:
+            sim = "CASE WHEN m.embedding_model = %s AND m.vector IS NOT NULL THEN 1 - (m.vector <=> %s::vector) END"
+            tail = [model, query]
+        rank = "t.r" if request.terms else "NULL::float4"
+        join = "LEFT JOIN t ON t.id = m.id" if request.terms else ""
+        rows = yield Q(
+            f"WITH {', '.join(parts)}, ids AS ({ids}) SELECT {_RECORD_COLUMNS}, {sim}, {rank} "
+            f"FROM ids JOIN polymem_memories m ON m.id = ids.id {join}", (*args, *tail))
+        best = max((r[20] for r in rows if r[20] is not None), default=0.0)
+        return [Candidate(row_to_record(r), None if r[19] is None else float(r[19]),
+                          None if r[20] is None else (float(r[20]) / best if best > 0 else 1.0)) for r in rows]
+
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> PgPlan:
+        row = yield Q(
+            "SELECT (SELECT count(*) FROM polymem_memories WHERE namespace = %s AND status = 'active' "
+            "AND (embedding_model < %s OR embedding_model > %s OR embedding_model IS NULL)) + "
+            "(SELECT count(*) FROM polymem_memories WHERE namespace = %s AND status = 'active' AND vector IS NULL "
+            "AND embedding_model = %s)", (namespace, model_id, model_id, namespace, model_id), "one")
+        return int(row[0])
+
+    # bookkeeping --------------------------------------------------------------------------
+    @staticmethod
+    def reinforce_batch(batch: Sequence[tuple[str, Sequence[tuple[str, float]], datetime]]) -> PgPlan:
+        """Apply queued recall bonuses: one atomic increment per row, rows in a fixed order."""
+        merged: dict[tuple[str, str], builtins.list[Any]] = {}
+        for namespace, bonuses, now in batch:
+            for memory_id, bonus in bonuses:
+                slot = merged.setdefault((namespace, memory_id), [0, 0.0, now])
+                slot[0] += 1
+                slot[1] += bonus
+                slot[2] = now
+        rows = [(count, now, bonus, namespace, memory_id)
+                for (namespace, memory_id), (count, bonus, now) in sorted(merged.items())]
+        yield Q("UPDATE polymem_memories SET access_count = access_count + %s, last_accessed_at = %s, "
+                "importance = LEAST(1.0, importance + %s) WHERE namespace = %s AND memory_id = %s", rows, "many")
+
+    # bulk ---------------------------------------------------------------------------------
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> PgPlan:
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
+                       "WHERE m.namespace = %s AND m.status = 'active' ORDER BY m.created_at, m.id", (namespace,))
+        out = []
+        for row in rows:
+            record = row_to_record(row)
+            vector = vector_from_bytes(row[19]) if record.embedding_model == model_id else None
+            out.append((record, vector))
+        return out
+
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> PgPlan:
+        clause = "" if namespace is None else "namespace = %s AND "
+        args: tuple[Any, ...] = () if namespace is None else (namespace,)
+        rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}"
+                       "(embedding_model IS DISTINCT FROM %s OR vector IS NULL) ORDER BY id LIMIT %s",
+                       (*args, model_id, limit))
+        return [(r[0], r[1]) for r in rows]
+
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan:
+        if not items:
+            return None
+        yield from self._ensure_index(model_id, len(items[0][1]))
+        yield Q("UPDATE polymem_memories SET vector = %s::vector, embedding_model = %s WHERE memory_id = %s",
+                [(np.asarray(v, dtype=np.float32), model_id, mid) for mid, v in sorted(items, key=lambda x: x[0])],
+                "many")
+        return None
+
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan:
+        clause = " AND m.user_id = %s" if user_id is not None else ""
+        args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS}, m.id, vector_send(m.vector), m.idempotency_key "
+                       f"FROM polymem_memories m WHERE m.namespace = %s AND m.id > %s{clause} ORDER BY m.id LIMIT %s",
+                       (*args, limit))
+        if not rows:
+            return []
+        versions: dict[str, builtins.list[Any]] = {}
+        for memory_id, record in (yield Q(
+                "SELECT memory_id, record FROM polymem_memory_versions WHERE memory_id = ANY(%s) "
+                "ORDER BY memory_id, version", ([r[0] for r in rows],))):
+            versions.setdefault(memory_id, []).append(json.loads(record))
+        out = []
+        for row in rows:
+            vector = vector_from_bytes(row[20])
+            out.append({"cursor": row[19], "record": row_to_record(row).to_dict(), "versions": versions.get(row[0], []),
+                        "vector": None if vector is None else vector.tolist(), "idempotency_key": row[21]})
+        return out
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> PgPlan:
+        infos = yield from self.session_list(namespace, user_id)
+        out = []
+        for info in infos:
+            rows = yield Q("SELECT message, tokens, in_window FROM polymem_session_messages WHERE namespace = %s "
+                           "AND session_id = %s ORDER BY id", (namespace, info.session_id))
+            out.append(session_dict(info, [{"message": json.loads(r[0]), "tokens": r[1], "in_window": bool(r[2])}
+                                           for r in rows]))
+        return out
+
+    def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                    now: datetime, with_sessions: bool = True) -> PgPlan:
+        """Bulk import: binary COPY into a staging table, then one INSERT that skips ids
+        (or idempotency keys) already present."""
+        report = ImportReport()
+        if rows:
+            for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in rows
+                               if r.get("vector") is not None}:
+                yield from self._ensure_index(model, dim)
+            yield Q(_STAGE_DDL, None, "none")
+            yield Q("TRUNCATE polymem_stage, polymem_stage_versions", None, "none")
+            stage: builtins.list[tuple[Any, ...]] = []
+            versions: builtins.list[tuple[Any, ...]] = []
+            for n, item in enumerate(rows):
+                record: MemoryRecord = item["record"]
+                vector = item.get("vector")
+                stage.append((n, *record_values(record), item["content_hash"],
+                              None if vector is None else vector_bytes(vector), item.get("idempotency_key"),
+                              tsvector_literal(namespace, record.user_id, item["terms"])))
+                versions.extend((record.memory_id, v["version"], dumps(v)) for v in item["versions"])
+            yield Q(f"COPY polymem_stage (n, {_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",
+                    _STAGE_TYPES)
+            yield Q("COPY polymem_stage_versions (memory_id, version, record) FROM STDIN (FORMAT BINARY)", versions,
+                    "copy", ("text", "int4", "text"))
+            columns = ", ".join(f"s.{c.strip()}" for c in _INSERT_COLUMNS.split(",")).replace("s.tsv", "s.tsv::tsvector")
+            row = yield Q(
+                f"WITH ins AS (INSERT INTO polymem_memories ({_INSERT_COLUMNS}) SELECT {columns} "
+                "FROM polymem_stage s ORDER BY s.n ON CONFLICT DO NOTHING RETURNING memory_id), "
+                "ver AS (INSERT INTO polymem_memory_versions (memory_id, version, record) "
+                "SELECT v.memory_id, v.version, v.record FROM polymem_stage_versions v JOIN ins USING (memory_id) "
+                "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record) "
+                "SELECT count(*) FROM ins", None, "one")
+            report.imported = int(row[0])
+            report.duplicates = len(rows) - report.imported
+        if with_sessions:
+            report.sessions = yield from self.import_sessions(namespace, sessions)
+        return report
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]]) -> PgPlan:
+        from ._time import from_iso
+
+        count = 0
+        for session in sessions:
+            created = yield Q(
+                "INSERT INTO polymem_sessions (namespace, session_id, user_id, agent_id, summary, created_at, "
+                "updated_at, expire_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
+                 session.get("summary"), from_iso(session.get("created_at"), "created_at"),
+                 from_iso(session.get("updated_at"), "updated_at"), from_iso(session.get("expire_at"), "expire_at")),
+                "rowcount")
+            if not created:
+                continue
+            if session["messages"]:
+                yield Q("INSERT INTO polymem_session_messages (namespace, session_id, message_id, message, tokens, "
+                        "in_window) VALUES (%s, %s, %s, %s, %s, %s)",
+                        [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]),
+                          int(m["tokens"]), bool(m["in_window"])) for m in session["messages"]], "many")
+            count += 1
+        return count
+
+    def stats(self, namespace: str, with_sessions: bool = True) -> PgPlan:
+        by_status = dict((yield Q("SELECT status, count(*) FROM polymem_memories WHERE namespace = %s GROUP BY status",
+                                  (namespace,))))
+        by_category = dict((yield Q("SELECT category, count(*) FROM polymem_memories WHERE namespace = %s "
+                                    "AND status = 'active' GROUP BY category", (namespace,))))
+        models = dict((yield Q("SELECT COALESCE(embedding_model, '(none)'), count(*) FROM polymem_memories "
+                               "WHERE namespace = %s GROUP BY embedding_model", (namespace,))))
+        users = (yield Q("SELECT count(DISTINCT user_id) FROM polymem_memories WHERE namespace = %s",
+                         (namespace,), "one"))[0]
+        version = (yield Q("SELECT COALESCE(max(version), 0) FROM polymem_schema_migrations", None, "one"))[0]
+        out = {"namespace": namespace, "memories": sum(by_status.values()), "by_status": by_status,
+               "by_category": by_category, "embedding_models": models, "users": users, "schema_version": version}
+        if with_sessions:
+            out["sessions"] = (yield Q("SELECT count(*) FROM polymem_sessions WHERE namespace = %s",
+                                       (namespace,), "one"))[0]
+        return out
+
+    # working memory -----------------------------------------------------------------------
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> PgPlan:
+        yield Q("INSERT INTO polymem_sessions (namespace, session_id, user_id, agent_id, created_at, updated_at, "
+                "expire_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, session_id) DO UPDATE SET "
+                "updated_at = EXCLUDED.updated_at, expire_at = EXCLUDED.expire_at",
+                (namespace, session_id, user_id, agent_id, now, now, expire_at), "none")
+
+    def _session_infos(self, namespace: str, where: str, params: Sequence[Any]) -> PgPlan:
+        rows = yield Q(
+            "SELECT s.session_id, s.user_id, s.agent_id, s.summary, s.created_at, s.updated_at, s.expire_at, "
+            "(SELECT count(*) FROM polymem_session_messages q WHERE q.namespace = s.namespace "
+            "AND q.session_id = s.session_id), "
+            "(SELECT count(*) FROM polymem_session_messages q WHERE q.namespace = s.namespace "
+            "AND q.session_id = s.session_id AND q.in_window) "
+            f"FROM polymem_sessions s WHERE s.namespace = %s {where} ORDER BY s.created_at, s.session_id",
+            (namespace, *params))
+        return [SessionInfo(r[0], r[1], r[2], namespace, r[3], _utc(r[4]), _utc(r[5]), _utc(r[6]), int(r[7]),
+                            int(r[8])) for r in rows]
+
+    def session_info(self, namespace: str, session_id: str) -> PgPlan:
+        found = yield from self._session_infos(namespace, "AND s.session_id = %s", (session_id,))
+        return found[0] if found else None
+
+    def session_list(self, namespace: str, user_id: str | None) -> PgPlan:
+        if user_id is None:
+            return (yield from self._session_infos(namespace, "", ()))
+        return (yield from self._session_infos(namespace, "AND s.user_id = %s", (user_id,)))
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> PgPlan:
+        if messages:
+            yield Q("INSERT INTO polymem_session_messages (namespace, session_id, message_id, message, tokens) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    [(namespace, session_id, m.message_id, dumps(m.to_dict()), tokens) for m, tokens in messages],
+                    "many")
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> PgPlan:
+        clause = " AND in_window" if window_only else ""
+        rows = yield Q(f"SELECT message, tokens FROM polymem_session_messages WHERE namespace = %s "
+                       f"AND session_id = %s{clause} ORDER BY id", (namespace, session_id))
+        return [(Message.from_dict(json.loads(r[0])), int(r[1])) for r in rows]
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> PgPlan:
+        if not message_ids:
+            return 0
+        return (yield Q("UPDATE polymem_session_messages SET in_window = false WHERE namespace = %s "
+                        "AND session_id = %s AND in_window AND message_id = ANY(%s)",
+                        (namespace, session_id, list(message_ids)), "rowcount"))
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> PgPlan:
+        yield Q("UPDATE polymem_sessions SET summary = %s WHERE namespace = %s AND session_id = %s",
+                (summary, namespace, session_id), "none")
+
+    def session_delete(self, namespace: str, session_id: str) -> PgPlan:
+        yield Q("DELETE FROM polymem_session_messages WHERE namespace = %s AND session_id = %s",
+                (namespace, session_id), "none")
+        count = yield Q("DELETE FROM polymem_sessions WHERE namespace = %s AND session_id = %s",
+                        (namespace, session_id), "rowcount")
+        return count > 0
+
+    def sessions_expired(self, namespace: str, now: datetime) -> PgPlan:
+        rows = yield Q("SELECT session_id FROM polymem_sessions WHERE namespace = %s AND expire_at IS NOT NULL "
+                       "AND expire_at <= %s", (namespace, now))
+        return [r[0] for r in rows]
+
+
+_STAGE_DDL = """
+CREATE TEMP TABLE IF NOT EXISTS polymem_stage (
+    n INTEGER, memory_id TEXT, namespace TEXT, user_id TEXT, agent_id TEXT, session_id TEXT, content TEXT,
+    category TEXT, source TEXT, importance DOUBLE PRECISION, entities TEXT[], metadata TEXT,
+    created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, last_accessed_at TIMESTAMPTZ, access_count INTEGER,
+    expire_at TIMESTAMPTZ, embedding_model TEXT, version INTEGER, status TEXT, content_hash TEXT, vector vector,
+    idempotency_key TEXT, tsv TEXT) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS polymem_stage_versions (memory_id TEXT, version INTEGER, record TEXT)
+    ON COMMIT DELETE ROWS;
+"""
+_STAGE_TYPES = ("int4", "text", "text", "text", "text", "text", "text", "text", "text", "float8", "text[]", "text",
+                "timestamptz", "timestamptz", "timestamptz", "int4", "timestamptz", "text", "int4", "text",
+                "text", "bytea", "text", "text")
+
+
+def session_dict(info: SessionInfo, messages: builtins.list[dict[str, Any]]) -> dict[str, Any]:
+    """A session as the snapshot writes it."""
+    return {
+        "session_id": info.session_id, "user_id": info.user_id, "agent_id": info.agent_id, "summary": info.summary,
+        "created_at": info.created_at.isoformat(), "updated_at": info.updated_at.isoformat(),
+        "expire_at": None if info.expire_at is None else info.expire_at.isoformat(), "messages": messages,
+    }
+
+
+# -- connections ----------------------------------------------------------------------------------
+def split_url(url: str) -> tuple[str, str, dict[str, str]]:
+    """(conninfo for psycopg, the URL without its password, polymem options from the query)."""
+    parts = urlsplit(url)
+    scheme = "postgresql"
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    options = {k: query.pop(k) for k in list(query) if k.startswith("pool_") or k == "ef_search"}
+    conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = userinfo.split(":", 1)[0] + "@" + host
+    public = urlunsplit((scheme, netloc, parts.path, urlencode(query), ""))
+    return conninfo, public, options
+
+
+def vector_dumper(oid: int) -> type:
+    """A psycopg dumper sending numpy vectors in pgvector's binary form."""
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: Any) -> bytes:
+            return vector_bytes(obj)
+
+    VectorDumper.oid = oid
+    return VectorDumper
+
+
+def _migrate_plan() -> PgPlan:
+    yield Q("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,), "none")
+    yield Q("CREATE TABLE IF NOT EXISTS polymem_schema_migrations (version INTEGER PRIMARY KEY, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", None, "none")
+    done = {r[0] for r in (yield Q("SELECT version FROM polymem_schema_migrations"))}
+    applied = []
+    for version, script in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        yield Q(script, None, "none")
+        yield Q("INSERT INTO polymem_schema_migrations (version) VALUES (%s)", (version,), "none")
+        applied.append(version)
+    return applied
+
+
+def run_plan_sync(conn: Any, plan: PgPlan) -> Any:
+    """Drive a plan on a psycopg connection (the caller owns the transaction)."""
+    send: Any = None
+    with conn.cursor() as cur:
+        while True:
+            try:
+                q = plan.send(send)
+            except StopIteration as stop:
+                return stop.value
+            if q.mode == "many":
+                if q.params:
+                    cur.executemany(q.sql, q.params)
+                send = None
+            elif q.mode == "copy":
+                with cur.copy(q.sql) as copy:
+                    copy.set_types(list(q.types or ()))
+                    for row in q.params:
+                        copy.write_row(row)
+                send = None
+            else:
+                cur.execute(q.sql, q.params)
+                send = _result(cur, q.mode)
+
+
+async def run_plan_async(conn: Any, plan: PgPlan) -> Any:
+    """`run_plan_sync` for psycopg's async connections."""
+    send: Any = None
+    async with conn.cursor() as cur:
+        while True:
+            try:
+                q = plan.send(send)
+            except StopIteration as stop:
+                return stop.value
+            if q.mode == "many":
+                if q.params:
+                    await cur.executemany(q.sql, q.params)
+                send = None
+            elif q.mode == "copy":
+                async with cur.copy(q.sql) as copy:
+                    copy.set_types(list(q.types or ()))
+                    for row in q.params:
+                        await copy.write_row(row)
+                send = None
+            else:
+                await cur.execute(q.sql, q.params)
+                send = await _aresult(cur, q.mode)
+
+
+def _result(cur: Any, mode: str) -> Any:
+    if mode == "all":
+        return cur.fetchall()
+    if mode == "one":
+        return cur.fetchone()
+    if mode == "rowcount":
+        return cur.rowcount
+    return None
+
+
+async def _aresult(cur: Any, mode: str) -> Any:
+    if mode == "all":
+        return await cur.fetchall()
+    if mode == "one":
+        return await cur.fetchone()
+    if mode == "rowcount":
+        return cur.rowcount
+    return None
+
+
+def retryable(exc: BaseException) -> bool:
+    return getattr(exc, "sqlstate", None) in _RETRYABLE
+
+
+def migrate(url: str) -> builtins.list[int]:
+    """Apply the pending schema migrations to the database at `url`; returns their numbers.
+
+    Safe to run from several processes at once (an advisory lock serialises them).
+    """
+    psycopg = _import_psycopg()
+    conninfo, _, _ = split_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        return run_plan_sync(conn, _migrate_plan())  # type: ignore[no-any-return]
+
+
+def schema_version(url: str) -> int:
+    psycopg = _import_psycopg()
+    conninfo, _, _ = split_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('polymem_schema_migrations') IS NOT NULL").fetchone()
+        if not row[0]:
+            return 0
+        return int(conn.execute("SELECT COALESCE(max(version), 0) FROM polymem_schema_migrations").fetchone()[0])
+
+
+# -- the sync backend -------------------------------------------------------------------------------
+class PostgresBackend(Backend):
+    """PostgreSQL + pgvector over a psycopg connection pool (thread-safe)."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int | None = None, auto_migrate: bool = True) -> None:
+        psycopg = _import_psycopg()
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:  # pragma: no cover
+            raise missing_extra("psycopg_pool", "postgres") from None
+        conninfo, self.url, options = split_url(url)
+        self.conninfo = conninfo
+        self.plans = Plans()
+        if "ef_search" in options:
+            self.plans.ef_search = int(options["ef_search"])
+        if auto_migrate:
+            migrate(url)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            info = psycopg.types.TypeInfo.fetch(conn, "vector")
+            if info is None:
+                raise PolymemError("the pgvector extension is missing; run polymem migrate")
+            self._dumper = vector_dumper(info.oid)
+
+        def configure(conn: Any) -> None:
+            conn.adapters.register_dumper(np.ndarray, self._dumper)
+            conn.execute("SET TIME ZONE 'UTC'")
+
+        self._pool = ConnectionPool(
+            conninfo, min_size=int(options.get("pool_min_size", min_size)),
+            max_size=int(options.get("pool_max_size", max_size or 10)),
+            kwargs={"autocommit": True}, configure=configure, open=True, name="polymem")
+        self._closed = False
+        self._queue: queue.Queue[tuple[str, builtins.list[tuple[str, float]], datetime] | None] = queue.Queue()
+        self._pending = 0
+        self._pending_cv = threading.Condition()
+        self._worker = threading.Thread(target=self._bookkeeping, name="polymem-pg-bookkeeping", daemon=True)
+        self._worker.start()
+
+    def _call(self, plan: Callable[..., PgPlan], *args: Any) -> Any:
+        """Run a plan in one transaction; a serialization failure or deadlock reruns it."""
+        for attempt in range(8):
+            if self._closed:
+                raise StoreClosedError("the store is closed")
+            with self._pool.connection() as conn:
+                try:
+                    with conn.transaction():
+                        return run_plan_sync(conn, plan(*args))
+                except Exception as exc:
+                    if not retryable(exc) or attempt == 7:
+                        raise
+            time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # records
+    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+        return self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
+
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.get, namespace, memory_ids)  # type: ignore[no-any-return]
+
+    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)  # type: ignore[no-any-return]
+
+    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
+               now: datetime, vector: np.ndarray | None, model_id: str | None,
+               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+        return self._call(self.plans.update, namespace, memory_id, changes,  # type: ignore[no-any-return]
+                          expected_version, now, vector, model_id, content_hash, terms)
+
+    def delete(self, namespace: str, memory_id: str) -> bool:
+        return self._call(self.plans.delete, namespace, memory_id)  # type: ignore[no-any-return]
+
+    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.history, namespace, memory_id)  # type: ignore[no-any-return]
+
+    def search(self, request: SearchRequest) -> builtins.list[Candidate]:
+        return self._call(self.plans.search, request)  # type: ignore[no-any-return]
+
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
+        return self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]
+
+    # bookkeeping
+    def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
+        if not bonuses:
+            return
+        with self._pending_cv:
+            self._pending += 1
+        self._queue.put((namespace, list(bonuses), now))
+
+    def _bookkeeping(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch = [item]
+            while True:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                batch.append(more)
+            try:
+                self._call(self.plans.reinforce_batch, batch)
+            except Exception:  # noqa: BLE001 - bookkeeping must never kill the worker
+                pass
+            finally:
+                with self._pending_cv:
+                    self._pending -= len(batch)
+                    self._pending_cv.notify_all()
+
+    def flush(self) -> None:
+        with self._pending_cv:
+            self._pending_cv.wait_for(lambda: self._pending == 0, timeout=60)
+
+    # bulk
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._call(self.plans.active_with_vectors, namespace, model_id)  # type: ignore[no-any-return]
+
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
+        return self._call(self.plans.pending_reembed, namespace, model_id, limit)  # type: ignore[no-any-return]
+
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        self._call(self.plans.set_vectors, items, model_id)
+
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
+        return self._call(self.plans.export_page, namespace, user_id, after, limit)  # type: ignore[no-any-return]
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._call(self.plans.export_sessions, namespace, user_id)  # type: ignore[no-any-return]
+
+    def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                    now: datetime) -> ImportReport:
+        return self._call(self.plans.import_rows, namespace, rows, sessions, now)  # type: ignore[no-any-return]
+
+    def stats(self, namespace: str) -> dict[str, Any]:
+        return {"url": self.url, **self._call(self.plans.stats, namespace)}
+
+    # working memory
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None:
+        self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
+
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        return self._call(self.plans.session_info, namespace, session_id)  # type: ignore[no-any-return]
+
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
+        return self._call(self.plans.session_list, namespace, user_id)  # type: ignore[no-any-return]
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
+        self._call(self.plans.session_append, namespace, session_id, messages)
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
+        return self._call(self.plans.session_messages, namespace, session_id, window_only)  # type: ignore[no-any-return]
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._call(self.plans.session_evict, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
+        self._call(self.plans.session_set_summary, namespace, session_id, summary)
+
+    def session_delete(self, namespace: str, session_id: str) -> bool:
+        return self._call(self.plans.session_delete, namespace, session_id)  # type: ignore[no-any-return]
+
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        return self._call(self.plans.sessions_expired, namespace, now)  # type: ignore[no-any-return]
+
+    # consolidation lock
+    @contextmanager
+    def consolidation_lock(self, namespace: str = "default", *, timeout: float | None = None,
+                           poll: float = 0.2) -> Iterator[None]:
+        """Hold the namespace's consolidation lock (a session advisory lock on a dedicated
+        connection): PostgreSQL drops it when the holder's connection dies, so a killed
+        consolidator never blocks the next; keepalives make a vanished host count as dead."""
+        psycopg = _import_psycopg()
+        key = _hash64("consolidate\x00" + namespace)
+        conn = psycopg.connect(self.conninfo, autocommit=True, keepalives=1, keepalives_idle=5,
+                               keepalives_interval=2, keepalives_count=3)
+        try:
+            conn.execute("SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3")
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise LockTimeoutError(f"another instance is consolidating namespace {namespace!r}")
+                time.sleep(poll)
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        self._queue.put(None)
+        self._worker.join(timeout=10)
+        self._closed = True
+        self._pool.close()

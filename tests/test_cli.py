@@ -1,0 +1,99 @@
+"""The `polymem` command line: a thin shell over the API, documented by its help."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import polymem
+from polymem.cli import main
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'cli.db'}"
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_save_then_recall_as_json(url: str) -> None:
+    memory_id = run("save", "I like blue", "--user", "ann", "--category", "preference", "--url", url,
+                    "--no-embedder").strip()
+    out = json.loads(run("recall", "blue", "--user", "ann", "--url", url, "--no-embedder", "--json"))
+    assert [m["memory_id"] for m in out["memories"]] == [memory_id]
+    assert out["memories"][0]["category"] == "preference" and out["memories"][0]["score"] > 0
+
+
+def test_get_history_and_delete(url: str) -> None:
+    memory_id = run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder").strip()
+    with polymem.open(url, embedder=None) as mem:
+        mem.update(memory_id, content="I like black")
+    assert json.loads(run("get", memory_id, "--url", url, "--json"))["content"] == "I like black"
+    versions = json.loads(run("history", memory_id, "--url", url, "--json"))
+    assert [v["content"] for v in versions] == ["I like blue", "I like black"]
+    assert "deleted" in run("delete", memory_id, "--url", url)
+    result = CliRunner().invoke(main, ["get", memory_id, "--url", url])
+    assert result.exit_code == 1 and "no memory" in result.output
+
+
+def test_consolidate_and_stats(url: str) -> None:
+    run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder")
+    run("save", "I like blue!", "--user", "ann", "--url", url, "--no-embedder")
+    report = json.loads(run("consolidate", "--url", url, "--no-embedder", "--json"))
+    assert sum(len(v) for v in report["merged"].values()) == 1
+    stats = json.loads(run("stats", "--url", url, "--json"))
+    assert stats["by_status"] == {"active": 1, "archived": 1}
+
+
+def test_export_then_import_into_another_store(url: str, tmp_path: Path) -> None:
+    run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder")
+    snapshot = tmp_path / "snap.jsonl"
+    assert "exported 1" in run("export", str(snapshot), "--url", url)
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    report = json.loads(run("import", str(snapshot), "--url", other, "--no-embedder", "--json"))
+    assert report["imported"] == 1
+    again = json.loads(run("import", str(snapshot), "--url", other, "--no-embedder", "--json"))
+    assert (again["imported"], again["duplicates"]) == (0, 1)
+
+
+def test_bad_input_is_a_one_line_error(url: str) -> None:
+    result = CliRunner().invoke(main, ["save", "   ", "--user", "ann", "--url", url, "--no-embedder"])
+    assert result.exit_code == 1 and "EmptyContentError" in result.output
+    result = CliRunner().invoke(main, ["recall", "x", "--url", url, "--no-embedder", "--filter", '{"a": 1}'])
+    assert result.exit_code == 1 and "InvalidFilterError" in result.output
+
+
+def test_reembed_gives_old_memories_vectors(url: str) -> None:
+    run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder")
+    assert "re-embedded 1" in run("reembed", "--url", url)
+    with polymem.open(url) as mem:
+        assert mem.recall("colour", user_id="ann")[0].memory.embedding_model == mem.embedder.model_id  # type: ignore[union-attr]
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out = []
+    for name, command in group.commands.items():
+        out.append((prefix + name, command))
+        if isinstance(command, click.Group):
+            out.extend(_commands(command, prefix + name + " "))
+    return out
+
+
+@pytest.mark.parametrize("name, command", _commands(main))
+def test_every_command_has_help(name: str, command: click.Command) -> None:
+    assert command.help, f"`polymem {name}` has no help text"
+    assert "Usage:" in run(*name.split(), "--help")
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for name, _ in _commands(main):
+        assert f"`{name}" in readme, name

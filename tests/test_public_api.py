@@ -1,0 +1,88 @@
+"""The public surface: exports, optional dependencies, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import polymem
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert polymem.__all__ == sorted(polymem.__all__)
+    assert all(hasattr(polymem, name) for name in polymem.__all__)
+
+
+def test_every_error_derives_from_polymem_error() -> None:
+    errors = [getattr(polymem, n) for n in polymem.__all__ if n.endswith("Error") and n != "PolymemError"]
+    assert errors and all(issubclass(e, polymem.PolymemError) for e in errors)
+    assert issubclass(polymem.InvalidInput, ValueError)
+    assert issubclass(polymem.NotFoundError, KeyError)
+    assert issubclass(polymem.MissingDependencyError, ImportError)
+
+
+def test_importing_polymem_loads_no_heavy_dependency() -> None:
+    code = "import sys, polymem; print(sorted(m for m in ('torch', 'sentence_transformers', 'fastapi', 'psycopg', 'redis', 'onnxruntime') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_missing_local_model_extra_names_the_pip_line() -> None:
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["sentence_transformers"] = None  # as if not installed
+        import polymem
+        try:
+            polymem.SentenceTransformerEmbedder().embed(["x"])
+        except polymem.MissingDependencyError as exc:
+            print(exc)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install polymem[local]" in out
+
+
+def test_default_embedder_without_a_model_is_lexical_and_says_so() -> None:
+    code = textwrap.dedent("""
+        import logging, sys
+        logging.basicConfig(level=logging.WARNING)
+        sys.modules["sentence_transformers"] = None
+        import polymem
+        mem = polymem.open("memory://")
+        print("EMBEDDER", mem.embedder)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"POLYMEM_HOME": "/nonexistent-polymem-home", "PATH": "/usr/bin"})
+    assert "EMBEDDER None" in proc.stdout
+    assert "lexical only" in proc.stderr and "pip install polymem[local]" in proc.stderr
+
+
+@pytest.mark.parametrize("url", ["nothing", "sqlite://", "ftp://x", "postgres-ish"])
+def test_unusable_urls_are_refused_clearly(url: str) -> None:
+    with pytest.raises(polymem.InvalidURLError):
+        polymem.open(url, embedder=None)
+
+
+def test_store_used_after_close_raises() -> None:
+    mem = polymem.open("memory://", embedder=None)
+    mem.close()
+    with pytest.raises(polymem.StoreClosedError):
+        mem.save("x", user_id="a")
+
+
+def test_naive_clock_is_refused() -> None:
+    from datetime import datetime
+
+    mem = polymem.open("memory://", embedder=None, clock=lambda: datetime(2026, 1, 1))
+    with pytest.raises(polymem.NaiveDatetimeError):
+        mem.save("x", user_id="a")
+
+
+def test_reopening_with_the_url_reaches_the_same_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with polymem.open(f"sqlite:///{tmp_path}/m.db", embedder=None) as mem:
+        rec = mem.save("I like blue", user_id="a")
+        url = mem.url
+    with polymem.open(url, embedder=None) as again:
+        assert again.get(rec.memory_id) == rec

@@ -20,15 +20,14 @@ import asyncio
 import inspect
 import weakref
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar, Union
-
-from llama_index.core.async_utils import asyncio_run
+from typing import Any, TypeVar
 
 import polymem
+from llama_index.core.async_utils import asyncio_run
 
 T = TypeVar("T")
 Plan = Generator[Callable[[], Any], Any, T]
-Store = Union[polymem.Memory, polymem.AsyncMemory]
+Store = polymem.Memory | polymem.AsyncMemory
 
 _live: weakref.WeakValueDictionary[tuple[str, str], Any] = weakref.WeakValueDictionary()
 

@@ -10,13 +10,12 @@ conversation remains in polymem for every framework to read.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, List, Optional
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
-
 from polymem import Message
 
 from ._bridge import Plan, Store, arun, resolve_store, run
@@ -33,8 +32,8 @@ class PolymemBound(BaseModel):
 
     url: str = Field(description="The store's connection descriptor (`mem.url`).")
     namespace: str = Field(default="default", description="The store's namespace (tenant).")
-    user_id: Optional[str] = Field(default=None, description="Whose conversations these are.")
-    agent_id: Optional[str] = Field(default=None, description="Which agent writes them.")
+    user_id: str | None = Field(default=None, description="Whose conversations these are.")
+    agent_id: str | None = Field(default=None, description="Which agent writes them.")
 
     _store: Any = PrivateAttr(default=None)
 
@@ -52,7 +51,7 @@ class PolymemBound(BaseModel):
     def _session(self, key: str) -> Any:
         return self._store.session(key, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
 
-    def _keys(self) -> Plan[List[str]]:
+    def _keys(self) -> Plan[list[str]]:
         infos = yield lambda: self._store.sessions(user_id=self.user_id)
         return [info.session_id for info in infos]
 
@@ -74,53 +73,53 @@ class PolymemChatStore(PolymemBound, BaseChatStore):
     def class_name(cls) -> str:
         return "PolymemChatStore"
 
-    def set_messages(self, key: str, messages: List[ChatMessage]) -> None:
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Make the key's messages exactly `messages` (the transcript keeps what leaves)."""
         run(self._store, _set(self._session(key), messages))
 
-    def get_messages(self, key: str) -> List[ChatMessage]:
+    def get_messages(self, key: str) -> list[ChatMessage]:
         """The key's messages, oldest first ([] for an unknown key)."""
         return run(self._store, _window(self._session(key)))
 
-    def add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+    def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
         """Append a message (or insert it at `idx`, as `SimpleChatStore` allows)."""
         run(self._store, _add(self._session(key), message, idx))
 
-    def delete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
         """Forget the key's session; its messages, or None if there was none."""
         return run(self._store, _delete_session(self._session(key)))
 
-    def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Forget the message at `idx`; it, or None if there is none."""
         return run(self._store, _delete_at(self._session(key), idx))
 
-    def delete_last_message(self, key: str) -> Optional[ChatMessage]:
+    def delete_last_message(self, key: str) -> ChatMessage | None:
         """Forget the newest message; it, or None if there is none."""
         return run(self._store, _delete_at(self._session(key), -1))
 
-    def get_keys(self) -> List[str]:
+    def get_keys(self) -> list[str]:
         """Every session of `user_id` (of everyone when None), whichever framework wrote it."""
         return run(self._store, self._keys())
 
-    async def aset_messages(self, key: str, messages: List[ChatMessage]) -> None:
+    async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
         await arun(self._store, _set(self._session(key), messages))
 
-    async def aget_messages(self, key: str) -> List[ChatMessage]:
+    async def aget_messages(self, key: str) -> list[ChatMessage]:
         return await arun(self._store, _window(self._session(key)))
 
-    async def async_add_message(self, key: str, message: ChatMessage, idx: Optional[int] = None) -> None:
+    async def async_add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
         await arun(self._store, _add(self._session(key), message, idx))
 
-    async def adelete_messages(self, key: str) -> Optional[List[ChatMessage]]:
+    async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         return await arun(self._store, _delete_session(self._session(key)))
 
-    async def adelete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+    async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         return await arun(self._store, _delete_at(self._session(key), idx))
 
-    async def adelete_last_message(self, key: str) -> Optional[ChatMessage]:
+    async def adelete_last_message(self, key: str) -> ChatMessage | None:
         return await arun(self._store, _delete_at(self._session(key), -1))
 
-    async def aget_keys(self) -> List[str]:
+    async def aget_keys(self) -> list[str]:
         return await arun(self._store, self._keys())
 
 
@@ -149,16 +148,16 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
     async def get_messages(
         self,
         key: str,
-        status: Optional[MessageStatus] = MessageStatus.ACTIVE,
-        limit: Optional[int] = None,
-        offset: Optional[int] = None,
-    ) -> List[ChatMessage]:
+        status: MessageStatus | None = MessageStatus.ACTIVE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[ChatMessage]:
         """Messages with `status` (None: all), oldest first, then `offset` and `limit` applied."""
         messages = await arun(self._store, _by_status(self._session(key), status))
         start = offset or 0
         return from_polymem_all(messages[start : None if limit is None else start + limit])
 
-    async def count_messages(self, key: str, status: Optional[MessageStatus] = MessageStatus.ACTIVE) -> int:
+    async def count_messages(self, key: str, status: MessageStatus | None = MessageStatus.ACTIVE) -> int:
         """How many messages have `status` (None: all)."""
         return await arun(self._store, _count(self._session(key), status))
 
@@ -166,12 +165,12 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
         await arun(self._store, _append(self._session(key), [message], status))
 
     async def add_messages(
-        self, key: str, messages: List[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+        self, key: str, messages: list[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
     ) -> None:
         await arun(self._store, _append(self._session(key), messages, status))
 
     async def set_messages(
-        self, key: str, messages: List[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+        self, key: str, messages: list[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
     ) -> None:
         """`ACTIVE`: the window becomes `messages` (the archive stays). `ARCHIVED`: the session
         becomes only `messages`, archived, as in `SQLAlchemyChatStore`."""
@@ -181,11 +180,11 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
         else:
             await arun(self._store, _set(ses, messages))
 
-    async def delete_message(self, key: str, idx: int) -> Optional[ChatMessage]:
+    async def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Forget the active message at position `idx`; it, or None."""
         return await arun(self._store, _delete_at(self._session(key), idx))
 
-    async def delete_messages(self, key: str, status: Optional[MessageStatus] = None) -> None:
+    async def delete_messages(self, key: str, status: MessageStatus | None = None) -> None:
         """Forget the messages with `status`; None forgets the whole session."""
         ses = self._session(key)
         if status is None:
@@ -193,15 +192,15 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
         else:
             await arun(self._store, _forget_status(ses, status))
 
-    async def delete_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+    async def delete_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
         """Forget the oldest `n` active messages and return them."""
         return await arun(self._store, _oldest(self._session(key), n, forget=True))
 
-    async def archive_oldest_messages(self, key: str, n: int) -> List[ChatMessage]:
+    async def archive_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
         """Move the oldest `n` active messages out of the window and return them."""
         return await arun(self._store, _oldest(self._session(key), n, forget=False))
 
-    async def get_keys(self) -> List[str]:
+    async def get_keys(self) -> list[str]:
         return await arun(self._store, self._keys())
 
 
@@ -213,18 +212,18 @@ def _raw(window: Iterable[Message]) -> list[Message]:
     return [m for m in window if not m.metadata.get("polymem_summary")]
 
 
-def _window(ses: Any) -> Plan[List[ChatMessage]]:
+def _window(ses: Any) -> Plan[list[ChatMessage]]:
     messages = yield ses.messages
     return from_polymem_all(messages)
 
 
-def _set(ses: Any, messages: List[ChatMessage]) -> Plan[None]:
+def _set(ses: Any, messages: list[ChatMessage]) -> Plan[None]:
     current = yield ses.messages
     wanted = keep_identity(_raw(current), to_polymem_all(messages))
     yield lambda: ses.replace(wanted)
 
 
-def _add(ses: Any, message: ChatMessage, idx: Optional[int]) -> Plan[None]:
+def _add(ses: Any, message: ChatMessage, idx: int | None) -> Plan[None]:
     new = to_polymem(message)
     if idx is None:
         yield lambda: ses.add_messages([new])
@@ -234,7 +233,7 @@ def _add(ses: Any, message: ChatMessage, idx: Optional[int]) -> Plan[None]:
     yield lambda: ses.replace(window)
 
 
-def _append(ses: Any, messages: List[ChatMessage], status: MessageStatus) -> Plan[None]:
+def _append(ses: Any, messages: list[ChatMessage], status: MessageStatus) -> Plan[None]:
     if not messages:
         return
     added = yield lambda: ses.add_messages(to_polymem_all(messages))
@@ -242,7 +241,7 @@ def _append(ses: Any, messages: List[ChatMessage], status: MessageStatus) -> Pla
         yield lambda: ses.evict([m.message_id for m in added])
 
 
-def _delete_session(ses: Any) -> Plan[Optional[List[ChatMessage]]]:
+def _delete_session(ses: Any) -> Plan[list[ChatMessage] | None]:
     info = yield ses.info
     if info is None:
         return None
@@ -251,7 +250,7 @@ def _delete_session(ses: Any) -> Plan[Optional[List[ChatMessage]]]:
     return from_polymem_all(messages)
 
 
-def _delete_at(ses: Any, idx: int) -> Plan[Optional[ChatMessage]]:
+def _delete_at(ses: Any, idx: int) -> Plan[ChatMessage | None]:
     window = _raw((yield ses.messages))
     if not -len(window) <= idx < len(window):
         return None
@@ -260,7 +259,7 @@ def _delete_at(ses: Any, idx: int) -> Plan[Optional[ChatMessage]]:
     return from_polymem(target)
 
 
-def _by_status(ses: Any, status: Optional[MessageStatus]) -> Plan[List[Message]]:
+def _by_status(ses: Any, status: MessageStatus | None) -> Plan[list[Message]]:
     if status == MessageStatus.ACTIVE:
         return (yield ses.messages)
     transcript = yield ses.transcript
@@ -271,7 +270,7 @@ def _by_status(ses: Any, status: Optional[MessageStatus]) -> Plan[List[Message]]
     return [m for m in transcript if m.message_id not in active]
 
 
-def _count(ses: Any, status: Optional[MessageStatus]) -> Plan[int]:
+def _count(ses: Any, status: MessageStatus | None) -> Plan[int]:
     info = yield ses.info
     if info is None:
         return 0
@@ -282,7 +281,7 @@ def _count(ses: Any, status: Optional[MessageStatus]) -> Plan[int]:
     return int(info.message_count)
 
 
-def _oldest(ses: Any, n: int, *, forget: bool) -> Plan[List[ChatMessage]]:
+def _oldest(ses: Any, n: int, *, forget: bool) -> Plan[list[ChatMessage]]:
     oldest = _raw((yield ses.messages))[: max(n, 0)]
     if not oldest:
         return []
@@ -299,7 +298,7 @@ def _forget_status(ses: Any, status: MessageStatus) -> Plan[None]:
     yield from _forget(ses, {m.message_id for m in _raw(doomed)})
 
 
-def _reset_archived(ses: Any, messages: List[ChatMessage]) -> Plan[None]:
+def _reset_archived(ses: Any, messages: list[ChatMessage]) -> Plan[None]:
     yield ses.delete
     yield from _append(ses, messages, MessageStatus.ARCHIVED)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
@@ -10,7 +11,6 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory import BaseMemoryBlock, ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store.base import BaseChatStore
-
 from polymem import RecallHit
 
 from ._bridge import Plan, Store, arun, run
@@ -42,7 +42,7 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
     priority: int = Field(default=1, description="Truncated (weakest memories first) before chat history.")
     top_k: int = Field(default=5, description="How many memories to recall per get.")
 
-    async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """The memories relevant to the latest user message, one per line, best first."""
         query = _latest_user_text(messages or [])
         if not query:
@@ -50,14 +50,14 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
         hits = await arun(self._store, _recall(self._store, query, self.user_id, self.top_k))
         return "\n".join(_line(hit) for hit in hits)
 
-    async def _aput(self, messages: List[ChatMessage]) -> None:
+    async def _aput(self, messages: list[ChatMessage]) -> None:
         """Distil messages that left short-term memory into long-term memories."""
         if not messages:
             return
         session_id = messages[0].additional_kwargs.get("session_id")
         await arun(self._store, _ingest(self, messages, session_id))
 
-    async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop the weakest memories (the last lines) until about `tokens_to_truncate` are freed."""
         lines = content.splitlines()
         budget = tokens_to_truncate
@@ -97,20 +97,20 @@ class PolymemMemory(ChatMemoryBuffer):
     @classmethod
     def from_defaults(  # type: ignore[override]
         cls,
-        chat_history: Optional[List[ChatMessage]] = None,
-        llm: Optional[LLM] = None,
-        chat_store: Optional[BaseChatStore] = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        chat_store: BaseChatStore | None = None,
         chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
-        token_limit: Optional[int] = None,
-        tokenizer_fn: Optional[Callable[[str], List]] = None,
+        token_limit: int | None = None,
+        tokenizer_fn: Callable[[str], list] | None = None,
         *,
         memory: Store | str | None = None,
-        user_id: Optional[str] = None,
-        agent_id: Optional[str] = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
         top_k: int = 5,
         ingest: bool = True,
         **kwargs: Any,
-    ) -> "PolymemMemory":
+    ) -> PolymemMemory:
         """`ChatMemoryBuffer.from_defaults`, plus the polymem store (`memory`: a store or its URL)
         and whose conversation it is (`user_id`, `agent_id`). Without a store or a
         `PolymemChatStore`, polymem's default store (`polymem.open()`) is used."""
@@ -144,7 +144,7 @@ class PolymemMemory(ChatMemoryBuffer):
         )
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any], **kwargs: Any) -> "PolymemMemory":
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> PolymemMemory:
         """Rebuild from `to_dict()`: the store is found again by its URL."""
         data = {**data, **kwargs}
         data.pop("class_name", None)
@@ -158,7 +158,7 @@ class PolymemMemory(ChatMemoryBuffer):
         """The live polymem store."""
         return self.chat_store.memory
 
-    def get(self, input: Optional[str] = None, initial_token_count: int = 0, **kwargs: Any) -> List[ChatMessage]:
+    def get(self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any) -> list[ChatMessage]:
         """The trimmed conversation, preceded by a system message of relevant long-term memories."""
         recalled = self._long_term(input)
         if recalled is None:
@@ -181,7 +181,7 @@ class PolymemMemory(ChatMemoryBuffer):
     def _should_ingest(self, message: ChatMessage) -> bool:
         return self.ingest and message.role.value == "user" and bool(text_of(message).strip())
 
-    def _long_term(self, input: Optional[str]) -> Optional[ChatMessage]:
+    def _long_term(self, input: str | None) -> ChatMessage | None:
         if self.top_k <= 0:
             return None
         query = input or _latest_user_text(self.get_all())
@@ -194,11 +194,11 @@ class PolymemMemory(ChatMemoryBuffer):
         return ChatMessage(role="system", content=f"{self.header}\n{lines}")
 
 
-def _recall(store: Store, query: str, user_id: Optional[str], top_k: int) -> Plan[List[RecallHit]]:
+def _recall(store: Store, query: str, user_id: str | None, top_k: int) -> Plan[list[RecallHit]]:
     return (yield lambda: store.recall(query, user_id=user_id, top_k=top_k))
 
 
-def _ingest(owner: PolymemBound, messages: List[ChatMessage], session_id: Optional[str]) -> Plan[Any]:
+def _ingest(owner: PolymemBound, messages: list[ChatMessage], session_id: str | None) -> Plan[Any]:
     converted = to_polymem_all(messages)
     return (
         yield lambda: owner.memory.ingest(
@@ -207,7 +207,7 @@ def _ingest(owner: PolymemBound, messages: List[ChatMessage], session_id: Option
     )
 
 
-def _latest_user_text(messages: List[ChatMessage]) -> str:
+def _latest_user_text(messages: list[ChatMessage]) -> str:
     for message in reversed(messages):
         if message.role.value == "user":
             text = text_of(message).strip()

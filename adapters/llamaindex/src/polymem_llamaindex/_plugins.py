@@ -9,10 +9,9 @@ from html import unescape
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
-
 from polymem import MemoryDraft, Message
 
-_FACT = re.compile(r"<fact(?P<attrs>[^>]*)>(?P<text>.*?)</fact>", re.DOTALL)
+_FACT = re.compile(r"<fact(?P<attrs>\s[^>]*)?>(?P<text>.*?)</fact>", re.DOTALL)
 _ATTR = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 
 EXTRACT_PROMPT = """\
@@ -125,7 +124,7 @@ def parse_facts(answer: str, *, source: str = "inference") -> list[MemoryDraft]:
         text = unescape(match.group("text")).strip()
         if not text:
             continue
-        attrs = dict(_ATTR.findall(match.group("attrs")))
+        attrs = dict(_ATTR.findall(match.group("attrs") or ""))
         drafts.append(
             MemoryDraft(
                 content=text,

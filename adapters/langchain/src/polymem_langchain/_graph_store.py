@@ -1,0 +1,248 @@
+"""`PolymemStore`: LangGraph's `BaseStore` over polymem long-term memory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+)
+
+import polymem
+
+from ._bridge import Bridge, Store
+from ._convert import metadata_filter
+from ._plan import Plan, arun, call, run
+
+try:  # langgraph >= 1.1 validates labels of ops given straight to batch()
+    from langgraph.store.base import validate_op_namespace
+except ImportError:  # pragma: no cover - older langgraph
+    def validate_op_namespace(op: Op) -> None:
+        """No-op where LangGraph has no check of its own."""
+
+LG_KEY = "langgraph"
+"""The memory metadata key under which an item's namespace, key and value live."""
+TEXT_FIELDS = ("content", "text", "memory", "data")
+"""Value fields that become the memory's text when no `fields` are configured."""
+_PAGE = 1000
+
+
+def _ns(namespace: tuple[str, ...]) -> str:
+    return ".".join(namespace)  # LangGraph forbids "." inside labels for exactly this
+
+
+class PolymemStore(BaseStore):
+    """A LangGraph store whose items are polymem memories of `user_id`.
+
+    `graph.compile(store=PolymemStore(mem, user_id="ann"))` (or
+    `create_react_agent(..., store=...)`) gives the graph long-term memory in
+    polymem. Each item is one memory: its text comes from the value (the
+    JSON paths in `fields`, LangGraph's `index` syntax, `"$"` for the whole
+    value; by default the first of `content`, `text`, `memory`, `data` that
+    is a string, else the whole value as JSON), and its namespace, key and
+    value are kept in the memory's metadata under `"langgraph"`. Other
+    frameworks see an ordinary memory; consolidation and scoring apply.
+
+    Search with `query` is polymem's hybrid recall (scores in [0, 1], higher
+    is better); without it, items come newest first with score None.
+    Filters follow LangGraph's rules (value keys, nested dicts, `$eq $ne $gt
+    $gte $lt $lte`, and polymem's `$in $nin $exists $contains`). TTLs are
+    minutes, as in LangGraph; expired items are never returned.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        user_id: str | None,
+        agent_id: str | None = None,
+        category: str = "fact",
+        source: str = "inference",
+        fields: list[str] | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self._bridge = Bridge(store)
+        self.store = store
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.category = category
+        self.source = source
+        self.fields = fields
+        self.ttl_config = ttl
+
+    # -- translation -------------------------------------------------------------------------
+    def _content(self, value: dict[str, Any], index: list[str] | bool | None) -> str:
+        paths = index if isinstance(index, list) else self.fields
+        if paths is None:
+            for name in TEXT_FIELDS:
+                text = value.get(name)
+                if isinstance(text, str) and text.strip():
+                    return text
+            paths = ["$"]
+        texts: list[str] = []
+        for path in paths:
+            if path == "$":
+                texts.append(json.dumps(value, ensure_ascii=False))
+            else:
+                texts.extend(t for t in get_text_at_path(value, tokenize_path(path)) if t.strip())
+        return "\n".join(texts) or json.dumps(value, ensure_ascii=False)
+
+    @staticmethod
+    def _item(record: polymem.MemoryRecord, cls: type[Item] = Item, score: float | None = None) -> Any:
+        meta = record.metadata[LG_KEY]
+        fields = {"value": meta["value"], "key": meta["key"], "namespace": tuple(meta["path"]),
+                  "created_at": record.created_at, "updated_at": record.updated_at}
+        return SearchItem(**fields, score=score) if cls is SearchItem else Item(**fields)
+
+    def _now(self) -> datetime:
+        return self._bridge.sync.now()
+
+    def _live(self, record: polymem.MemoryRecord) -> bool:
+        return record.expire_at is None or record.expire_at > self._now()
+
+    def _scope_filter(self, prefix: tuple[str, ...], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        scope: dict[str, Any] = {f"metadata.{LG_KEY}.key": {"$exists": True}}
+        if prefix:
+            scope[f"metadata.{LG_KEY}.prefixes"] = {"$contains": _ns(prefix)}
+        for field, condition in (metadata_filter(extra, root=f"metadata.{LG_KEY}.value") or {}).items():
+            ops = condition if isinstance(condition, dict) else {"$eq": condition}
+            for op in ops:
+                if op not in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains"):
+                    raise ValueError(f"Unsupported operator: {op}")
+            scope[field] = condition
+        return scope
+
+    # -- plans -------------------------------------------------------------------------------
+    def _find(self, namespace: tuple[str, ...], key: str, *, expired: bool = False) -> Plan[polymem.MemoryRecord | None]:
+        found = yield call("list", user_id=self.user_id, limit=1, filter={
+            f"metadata.{LG_KEY}.namespace": _ns(namespace), f"metadata.{LG_KEY}.key": key})
+        return found[0] if found and (expired or self._live(found[0])) else None
+
+    def _refresh(self, record: polymem.MemoryRecord, refresh: bool) -> Plan[None]:
+        minutes = record.metadata[LG_KEY].get("ttl")
+        if refresh and minutes is not None and _can_set_expiry(self._bridge):
+            yield call("update", record.memory_id, expire_at=self._now() + timedelta(minutes=minutes))
+
+    def _get(self, op: GetOp) -> Plan[Item | None]:
+        record = yield from self._find(op.namespace, op.key)
+        if record is None:
+            return None
+        yield from self._refresh(record, op.refresh_ttl)
+        return self._item(record)  # type: ignore[no-any-return]
+
+    def _put(self, op: PutOp) -> Plan[None]:
+        record = yield from self._find(op.namespace, op.key, expired=True)
+        if record is not None and (op.value is None or not self._live(record)):
+            yield call("delete", record.memory_id)
+            record = None
+        if op.value is None:
+            return
+        value = dict(op.value)
+        content = self._content(value, op.index)
+        meta: dict[str, Any] = {"namespace": _ns(op.namespace), "path": list(op.namespace), "key": op.key,
+                                "prefixes": [_ns(op.namespace[: i + 1]) for i in range(len(op.namespace))],
+                                "value": value}
+        if op.ttl is not None:
+            meta["ttl"] = op.ttl
+        expire_at = self._now() + timedelta(minutes=op.ttl) if op.ttl is not None else None
+        if record is not None:
+            metadata = {**record.metadata, LG_KEY: meta}
+            changes: dict[str, Any] = {"content": content, "metadata": metadata}
+            if _can_set_expiry(self._bridge):
+                changes["expire_at"] = expire_at
+            yield call("update", record.memory_id, **changes)
+        else:
+            saved = yield call("save", content, user_id=self.user_id, agent_id=self.agent_id,
+                               category=self.category, source=self.source, metadata={LG_KEY: meta},
+                               expire_at=expire_at,
+                               idempotency_key=f"langgraph:{self.user_id}:{_ns(op.namespace)}:{op.key}")
+            if saved.metadata.get(LG_KEY) != meta:
+                raise ValueError(
+                    f"polymem merged item {op.namespace}/{op.key} into memory {saved.memory_id} that holds the "
+                    "same text in this user's scope; store distinct text, or use a polymem whose idempotency "
+                    "keys override content de-duplication")
+
+    def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
+        scope = self._scope_filter(op.namespace_prefix, op.filter)
+        if op.query:
+            hits = yield call("recall", op.query, user_id=self.user_id, top_k=op.offset + op.limit, filter=scope)
+            pairs = [(h.memory, h.score) for h in hits[op.offset:]]
+        else:
+            records = yield call("list", user_id=self.user_id, filter=scope, limit=op.limit, offset=op.offset)
+            pairs = [(r, None) for r in records if self._live(r)]
+        for record, _ in pairs:
+            yield from self._refresh(record, op.refresh_ttl)
+        return [self._item(r, SearchItem, s) for r, s in pairs]
+
+    def _namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
+        found: set[tuple[str, ...]] = set()
+        offset = 0
+        while True:  # the core has no "distinct" query yet; page through the items' metadata
+            page = yield call("list", user_id=self.user_id, filter=self._scope_filter(()), limit=_PAGE, offset=offset)
+            for record in page:
+                if self._live(record):
+                    path = tuple(record.metadata[LG_KEY]["path"])
+                    if all(_matches(c, path) for c in op.match_conditions or ()):
+                        found.add(path[: op.max_depth] if op.max_depth is not None else path)
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+        return sorted(found)[op.offset: op.offset + op.limit]
+
+    def _batch(self, ops: Iterable[Op]) -> Plan[list[Result]]:
+        results: list[Result] = []
+        for op in ops:
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                results.append((yield from self._get(op)))
+            elif isinstance(op, PutOp):
+                yield from self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append((yield from self._search(op)))
+            elif isinstance(op, ListNamespacesOp):
+                results.append((yield from self._namespaces(op)))
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        return results
+
+    # -- LangGraph API -----------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order; one result per operation."""
+        return run(self._bridge, self._batch(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async `batch` (awaits an async polymem store natively)."""
+        return await arun(self._bridge, self._batch(ops))
+
+
+def _matches(condition: MatchCondition, path: tuple[str, ...]) -> bool:
+    pattern = condition.path
+    if len(path) < len(pattern):
+        return False
+    pairs = zip(path, pattern) if condition.match_type == "prefix" else zip(reversed(path), reversed(pattern))
+    return all(p == "*" or p == label for label, p in pairs)
+
+
+def _can_set_expiry(bridge: Bridge) -> bool:
+    """Whether this polymem's `update` takes `expire_at` (needed to refresh TTLs)."""
+    import inspect
+
+    return "expire_at" in inspect.signature(bridge.sync.update).parameters

@@ -1,0 +1,234 @@
+"""`PolymemVectorStore` and `PolymemRetriever`: LangChain retrieval over polymem long-term memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, PrivateAttr
+
+import polymem
+
+from ._bridge import Bridge, Store
+from ._convert import (
+    DOC_ID_KEY,
+    LC_KEY,
+    hit_to_document,
+    memory_metadata,
+    metadata_filter,
+    record_to_document,
+)
+from ._embeddings import LangChainEmbedder, PolymemEmbeddings, as_embedder
+from ._plan import Plan, arun, call, run
+
+
+class PolymemVectorStore(VectorStore):
+    """A LangChain `VectorStore` whose documents are polymem long-term memories.
+
+    Documents are saved as memories of `user_id` (and `agent_id`,
+    `session_id`) with their metadata; searches recall within `user_id`
+    (polymem's hybrid search, ranked by its score). Scores are polymem's
+    final score in [0, 1], higher is better, so `similarity_score_threshold`
+    retrievers work as usual. `filter` takes document metadata keys with
+    `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
+    Documents with ids the caller chose keep them; others get the memory id.
+    Use it through `as_retriever()`, e.g. in `VectorStoreRetrieverMemory`.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        user_id: str | None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        category: str = "fact",
+        source: str = "user_input",
+    ) -> None:
+        self._bridge = Bridge(store)
+        self.store = store
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.session_id = session_id
+        self.category = category
+        self.source = source
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The store's embedder as LangChain `Embeddings` (None in lexical-only mode)."""
+        embedder = self._bridge.sync.embedder
+        if embedder is None:
+            return None
+        return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
+
+    # -- plans -------------------------------------------------------------------------------
+    def _find(self, doc_id: str) -> Plan[polymem.MemoryRecord | None]:
+        found = yield call("list", user_id=self.user_id, filter={f"metadata.{LC_KEY}.{DOC_ID_KEY}": doc_id}, limit=1)
+        if found:
+            return found[0]  # type: ignore[no-any-return]
+        record = yield call("get", doc_id)
+        if record is not None and record.user_id == self.user_id and record.status == "active":
+            return record  # type: ignore[no-any-return]
+        return None
+
+    def _add(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: Sequence[str | None] | None,
+             kwargs: dict[str, Any]) -> Plan[list[str]]:
+        texts = list(texts)
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+        if ids is not None and len(ids) != len(texts):
+            raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+        category = kwargs.get("category", self.category)
+        source = kwargs.get("source", self.source)
+        given: list[tuple[str | None, bool]] = []  # (the caller's id, saved as a new memory)
+        drafts: list[polymem.MemoryDraft] = []
+        for n, text in enumerate(texts):
+            doc_id = ids[n] if ids else None
+            metadata = memory_metadata(metadatas[n] if metadatas else None, doc_id)
+            existing = (yield from self._find(doc_id)) if doc_id else None
+            if existing is not None:
+                yield call("update", existing.memory_id, content=text, metadata=metadata)
+            else:
+                drafts.append(polymem.MemoryDraft(text, category=category, source=source, metadata=metadata))
+            given.append((doc_id, existing is None))
+        saved = iter((yield call("save_many", drafts, user_id=self.user_id, agent_id=self.agent_id,
+                                 session_id=self.session_id)) if drafts else ())
+        out = []
+        for doc_id, new in given:
+            memory_id = next(saved).memory_id if new else None
+            out.append(doc_id or memory_id)
+        return out  # type: ignore[return-value]
+
+    def _delete(self, ids: list[str] | None) -> Plan[bool]:
+        if ids is None:
+            raise ValueError("give the ids to delete; PolymemVectorStore never deletes a whole memory")
+        deleted = True
+        for doc_id in ids:
+            record = yield from self._find(doc_id)
+            deleted = bool(record is not None and (yield call("delete", record.memory_id))) and deleted
+        return deleted
+
+    def _get(self, ids: Sequence[str]) -> Plan[list[Document]]:
+        docs = []
+        for doc_id in dict.fromkeys(ids):
+            record = yield from self._find(doc_id)
+            if record is not None:
+                docs.append(record_to_document(record))
+        return docs
+
+    def _search(self, query: str, k: int, kwargs: dict[str, Any]) -> Plan[list[tuple[Document, float]]]:
+        hits = yield call(
+            "recall", query, user_id=self.user_id, top_k=k, category=kwargs.get("category"),
+            filter=metadata_filter(kwargs.get("filter")),
+        )
+        return [(record_to_document(h.memory), h.score) for h in hits]
+
+    # -- LangChain API -----------------------------------------------------------------------
+    def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
+                  ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+        """Save texts as memories; an id already present updates that memory (a new version)."""
+        return run(self._bridge, self._add(texts, metadatas, ids, kwargs))
+
+    async def aadd_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
+                         ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+        """Async `add_texts`."""
+        return await arun(self._bridge, self._add(texts, metadatas, ids, kwargs))
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete memories by document id; True if every one existed."""
+        return run(self._bridge, self._delete(ids))
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Async `delete`."""
+        return await arun(self._bridge, self._delete(ids))
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The documents with these ids (missing ones are skipped)."""
+        return run(self._bridge, self._get(ids))
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Async `get_by_ids`."""
+        return await arun(self._bridge, self._get(ids))
+
+    def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> list[tuple[Document, float]]:
+        """Recall `k` documents for `query`, best first, with polymem's score (higher is better)."""
+        return run(self._bridge, self._search(query, k, kwargs))
+
+    async def asimilarity_search_with_score(self, query: str, k: int = 4,
+                                            **kwargs: Any) -> list[tuple[Document, float]]:
+        """Async `similarity_search_with_score`."""
+        return await arun(self._bridge, self._search(query, k, kwargs))
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """Recall `k` documents for `query`, best first."""
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """Async `similarity_search`."""
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return lambda score: score  # polymem's score is already a relevance in [0, 1]
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Embeddings | None = None,
+                   metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
+                   store: Store | None = None, user_id: str | None = None, **kwargs: Any) -> PolymemVectorStore:
+        """A store over `store` (default: a new in-process polymem embedding with `embedding`), filled with texts."""
+        if store is None:
+            store = polymem.open("memory://", embedder=as_embedder(embedding) if embedding else None)
+        vectorstore = cls(store, user_id=user_id, **kwargs)
+        vectorstore.add_texts(texts, metadatas, ids=ids)
+        return vectorstore
+
+
+class PolymemRetriever(BaseRetriever):
+    """A LangChain retriever over polymem long-term memory (`mem.recall`).
+
+    Each document is one memory: `page_content` is its text, `id` its memory
+    id, and `metadata` carries its category, source, scope, times, the score
+    parts (`score`, `relevance`, `similarity`, `live_score`) and its own
+    metadata under `"metadata"`. `filter` is a polymem filter (fields such as
+    `category`, `source`, `metadata.<key>`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: Any
+    """A polymem store (`polymem.open(...)` or `polymem.open_async(...)`)."""
+    user_id: str | None
+    """Whose memories to recall (None: every user of the namespace)."""
+    agent_id: str | None = None
+    """Only memories written by this agent, if set."""
+    top_k: int = 4
+    """How many memories to return."""
+    category: str | None = None
+    """Only memories of this category, if set."""
+    filter: dict[str, Any] | None = None
+    """A polymem recall filter."""
+
+    _bridge: Bridge = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._bridge = Bridge(self.store)
+
+    def _recall(self, query: str, kwargs: dict[str, Any]) -> Plan[list[Document]]:
+        hits = yield call(
+            "recall", query, user_id=self.user_id, agent_id=kwargs.get("agent_id", self.agent_id),
+            top_k=kwargs.get("top_k", kwargs.get("k", self.top_k)), category=kwargs.get("category", self.category),
+            filter=kwargs.get("filter", self.filter),
+        )
+        return [hit_to_document(h) for h in hits]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[Document]:
+        return run(self._bridge, self._recall(query, kwargs))
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       **kwargs: Any) -> list[Document]:
+        return await arun(self._bridge, self._recall(query, kwargs))

@@ -1,0 +1,501 @@
+"""The service's behaviour, independent of HTTP: who may do what, filter, guard, audit.
+
+`Service` holds one `polymem.AsyncMemory` per namespace (all memory logic stays
+in the core), the token store and the audit log. Every operation takes a
+`Context` (the caller's grant in the namespace it acts on) and:
+
+1. checks the grant (permission; the users and agent it may act for — a body
+   naming anyone else is refused, never trusted),
+2. passes writes through the write filter and recalls through the read guard,
+3. calls the core, and
+4. appends to the audit log before the response is sent.
+
+Mutations run shielded: a request that times out or whose client goes away
+still completes its write *and* its audit entry, and `aclose()` waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import uuid
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from .. import _memory
+from .._errors import InvalidFilterError, InvalidInput, NotFoundError, PermissionDeniedError
+from .._memory import AsyncMemory, AsyncSession
+from .._models import ConsolidationReport, ImportReport, MemoryRecord, Message, RecallHit, SessionInfo
+from ._audit import AuditLog
+from ._auth import AuthStore, Database, Grant, Principal, auth_db_for
+from ._errors import ContentRejectedError, ServiceUnavailableError, SourceBlockedError
+from ._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
+
+T = TypeVar("T")
+ANONYMOUS = "anonymous"
+
+
+@dataclass(frozen=True)
+class Context:
+    """One request's caller, as far as the service is concerned."""
+
+    actor: str
+    grant: Grant
+    request_id: str
+
+    @property
+    def namespace(self) -> str:
+        return self.grant.namespace
+
+
+@dataclass
+class Withheld:
+    """What the read guard kept out of a recall, and why."""
+
+    memory_ids: list[str]
+    reasons: dict[str, list[str]]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for reasons in self.reasons.values():
+            for reason in reasons:
+                key = reason.split(":")[0]
+                counts[key] = counts.get(key, 0) + 1
+        return {"count": len(self.memory_ids), "by_reason": counts,
+                "memories": [{"memory_id": m, "reasons": self.reasons[m]} for m in self.memory_ids]}
+
+
+async def _drive(store: AsyncMemory, plan: Any) -> Any:
+    # Core request: a public `AsyncMemory.set_status()`; the engine's update plan already takes `status`.
+    return await store._run(plan)
+
+
+class Service:
+    """polymem as a multi-tenant service (see the module docstring)."""
+
+    def __init__(self, store_url: str, *, auth_db: str | Path | None = None, auth: bool = True,
+                 classifier: Classifier | None = None, policy: WritePolicy | None = None,
+                 **open_kwargs: Any) -> None:
+        self.store_url = store_url
+        self.auth_enabled = auth
+        self.db = Database(auth_db if auth_db is not None else auth_db_for(store_url))
+        self.tokens = AuthStore(self.db)
+        self.audit = AuditLog(self.db)
+        self.classifier: Classifier = classifier or RuleClassifier()
+        self.policy = policy or WritePolicy()
+        self.guard = ReadGuard(self.classifier)
+        self.open_kwargs = open_kwargs
+        self._stores: dict[str, AsyncMemory] = {}
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self.closing = False
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def store(self, namespace: str) -> AsyncMemory:
+        """The namespace's store, opened on first use."""
+        if self.closing:
+            raise ServiceUnavailableError("the service is shutting down")
+        found = self._stores.get(namespace)
+        if found is None:
+            found = self._stores[namespace] = _memory.open_async(self.store_url, namespace=namespace,
+                                                                 **self.open_kwargs)
+        return found
+
+    def context(self, token: str | None, namespace: str | None, request_id: str | None = None) -> Context:
+        """Authenticate a bearer token and pick its grant for `namespace` (default: its home)."""
+        rid = request_id or uuid.uuid4().hex
+        if not self.auth_enabled:
+            ns = namespace or "default"
+            return Context(ANONYMOUS, Grant(ns, frozenset({"read", "write", "admin"})), rid)
+        principal: Principal = self.tokens.authenticate(token)
+        return Context(principal.token_id, principal.grant(namespace), rid)
+
+    async def _shielded(self, work: Awaitable[T]) -> T:
+        """Run a mutation to completion even if the request is cancelled; `aclose` waits for it."""
+        task = asyncio.ensure_future(work)
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
+
+    async def _audit(self, ctx: Context, action: str, **fields: Any) -> None:
+        await asyncio.to_thread(self.audit.append, ctx.actor, action, ctx.namespace, request_id=ctx.request_id,
+                                **fields)
+
+    async def aclose(self) -> None:
+        """Finish in-flight writes, flush bookkeeping, close every store."""
+        self.closing = True
+        if self._inflight:
+            await asyncio.gather(*list(self._inflight), return_exceptions=True)
+        for store in list(self._stores.values()):
+            await store.close()
+        self._stores.clear()
+
+    def close_sync(self) -> None:
+        self.db.close()
+
+    # -- scope checks -------------------------------------------------------------------------
+    @staticmethod
+    def _write_user(grant: Grant, user_id: str | None) -> str | None:
+        if grant.users is None:
+            return user_id
+        if user_id is None:
+            if len(grant.users) == 1:
+                return grant.users[0]
+            raise PermissionDeniedError("this token acts for several users: name the user_id")
+        if user_id not in grant.users:
+            raise PermissionDeniedError(f"this token may not act for user {user_id!r}")
+        return user_id
+
+    @staticmethod
+    def _write_agent(grant: Grant, agent_id: str | None) -> str | None:
+        if grant.agent_id is None:
+            return agent_id
+        if agent_id not in (None, grant.agent_id):
+            raise PermissionDeniedError(f"this token writes as agent {grant.agent_id!r}, not {agent_id!r}")
+        return grant.agent_id
+
+    @staticmethod
+    def _read_scope(grant: Grant, user_id: str | None,
+                    filter: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
+        """The user and filter a read may use: a named user must be granted; none means all granted users."""
+        if grant.users is None:
+            return user_id, filter
+        allowed = set(grant.users)
+        if user_id is not None:
+            if user_id not in allowed:
+                raise PermissionDeniedError(f"this token may not read user {user_id!r}")
+            return user_id, filter
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidFilterError("filter must be a dict")
+        if filter and "user_id" in filter:
+            cond = filter["user_id"]
+            named = cond.get("$eq", cond.get("$in")) if isinstance(cond, dict) else cond
+            values = named if isinstance(named, list) else [named]
+            if not values or not set(values) <= allowed or (isinstance(cond, dict) and set(cond) - {"$eq", "$in"}):
+                raise PermissionDeniedError("the filter names users this token may not read")
+            return None, filter
+        if len(grant.users) == 1:
+            return grant.users[0], filter
+        return None, {**(filter or {}), "user_id": {"$in": list(grant.users)}}
+
+    async def _visible(self, ctx: Context, memory_id: str) -> MemoryRecord | None:
+        rec = await self.store(ctx.namespace).get(memory_id)
+        return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
+
+    # -- write filter -------------------------------------------------------------------------
+    def _clean_metadata(self, ctx: Context, metadata: Any, keep_from: dict[str, Any] | None = None) -> Any:
+        """Callers cannot set or clear the filter's own keys (only `release` by an admin does)."""
+        if not isinstance(metadata, dict):
+            return metadata
+        out = {k: v for k, v in metadata.items() if k not in FLAG_KEYS and k != "polymem_flag_score"}
+        for key in (*FLAG_KEYS, "polymem_flag_score"):
+            if keep_from and key in keep_from:
+                out[key] = keep_from[key]
+        return out
+
+    def _screen(self, content: Any, source: str, blocked: dict[str, Any]) -> tuple[Verdict | None, str | None]:
+        if source in blocked:
+            raise SourceBlockedError(f"source {source!r} is quarantined in this namespace; its writes are refused")
+        if not isinstance(content, str):
+            return None, None
+        verdict = self.classifier.classify(content, source=source)
+        if not verdict.flagged:
+            return verdict, None
+        action = self.policy.action(source)
+        if action == "refuse":
+            raise ContentRejectedError(
+                f"the write filter flagged this content as an instruction to the agent ({', '.join(verdict.reasons)}); "
+                f"the policy for source {source!r} refuses it")
+        return verdict, action
+
+    async def _quarantine(self, store: AsyncMemory, rec: MemoryRecord) -> MemoryRecord:
+        if rec.status != "active":
+            return rec
+        return await _drive(store, store.engine.update(rec.memory_id, status="blocked"))  # type: ignore[no-any-return]
+
+    async def _screen_saved(self, ctx: Context, records: Sequence[MemoryRecord], action_name: str) -> list[MemoryRecord]:
+        """Apply the filter to records the core already wrote (ingest, session end)."""
+        store = self.store(ctx.namespace)
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        kept: list[MemoryRecord] = []
+        for rec in records:
+            try:
+                verdict, action = self._screen(rec.content, rec.source, blocked)
+            except (ContentRejectedError, SourceBlockedError) as exc:
+                await store.delete(rec.memory_id)
+                await self._audit(ctx, "refuse_write", memory_id=rec.memory_id, content=rec.content,
+                                  detail={"via": action_name, "why": exc.code})
+                continue
+            if action is not None and verdict is not None:
+                rec = await store.update(rec.memory_id, metadata=flag_metadata(rec.metadata, verdict, action))
+                if action == "quarantine":
+                    rec = await self._quarantine(store, rec)
+            await self._audit(ctx, action_name, memory_id=rec.memory_id, content=rec.content,
+                              detail={"source": rec.source, "status": rec.status} if action else None)
+            kept.append(rec)
+        return kept
+
+    # -- long-term memory ---------------------------------------------------------------------
+    async def save(self, ctx: Context, content: Any, *, user_id: str | None, agent_id: str | None = None,
+                   session_id: str | None = None, category: str = "fact", source: str = "user_input",
+                   importance: float | None = None, entities: Sequence[str] | None = None,
+                   metadata: dict[str, Any] | None = None, expire_at: datetime | None = None,
+                   idempotency_key: str | None = None, vector: Sequence[float] | None = None) -> MemoryRecord:
+        ctx.grant.require("write")
+        user_id, agent_id = self._write_user(ctx.grant, user_id), self._write_agent(ctx.grant, agent_id)
+        store = self.store(ctx.namespace)
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        try:
+            verdict, action = self._screen(content, source, blocked)
+        except (ContentRejectedError, SourceBlockedError) as exc:
+            await self._audit(ctx, "refuse_write", content=content if isinstance(content, str) else None,
+                              detail={"why": exc.code, "source": source, "user_id": user_id})
+            raise
+        metadata = self._clean_metadata(ctx, metadata)
+        if action is not None and verdict is not None:
+            metadata = flag_metadata(metadata, verdict, action)
+
+        async def work() -> MemoryRecord:
+            rec = await store.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                   category=category, source=source, importance=importance, entities=entities,
+                                   metadata=metadata, expire_at=expire_at, idempotency_key=idempotency_key,
+                                   vector=vector)
+            if not ctx.grant.covers_user(rec.user_id):  # an idempotency key of another user's memory
+                raise PermissionDeniedError("this idempotency key belongs to a memory outside your scope")
+            if action == "quarantine":
+                rec = await self._quarantine(store, rec)
+            await self._audit(ctx, "save", memory_id=rec.memory_id, content=rec.content,
+                              detail={"source": source, "flags": list(verdict.reasons), "action": action}
+                              if action and verdict else None)
+            return rec
+
+        return await self._shielded(work())
+
+    async def recall(self, ctx: Context, query: Any, *, user_id: str | None, agent_id: str | None = None,
+                     top_k: int = 10, category: str | None = None,
+                     filter: dict[str, Any] | None = None) -> tuple[list[RecallHit], Withheld]:
+        ctx.grant.require("read")
+        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        if blocked and not (filter and "source" in filter):  # push the quarantine down into the search
+            filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
+        hits = await self.store(ctx.namespace).recall(query, user_id=user_id, agent_id=agent_id, top_k=top_k,
+                                                       category=category, filter=filter)
+        passed, withheld = [], Withheld([], {})
+        for hit in hits:
+            reasons = self.guard.reasons(hit.memory, blocked)
+            if reasons:
+                withheld.memory_ids.append(hit.memory.memory_id)
+                withheld.reasons[hit.memory.memory_id] = reasons
+            else:
+                passed.append(hit)
+        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=query,
+                          detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
+        return passed, withheld
+
+    async def get(self, ctx: Context, memory_id: str) -> MemoryRecord | None:
+        ctx.grant.require("read")
+        return await self._visible(ctx, memory_id)
+
+    async def list(self, ctx: Context, *, user_id: str | None = None, agent_id: str | None = None,
+                   category: str | None = None, filter: dict[str, Any] | None = None, status: str | None = "active",
+                   limit: int = 100, offset: int = 0) -> list[MemoryRecord]:
+        ctx.grant.require("read")
+        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
+        return await self.store(ctx.namespace).list(user_id=user_id, agent_id=agent_id, category=category,
+                                                     filter=filter, status=status, limit=limit, offset=offset)
+
+    async def update(self, ctx: Context, memory_id: str, *, content: str | None = None, category: str | None = None,
+                     importance: float | None = None, metadata: dict[str, Any] | None = None,
+                     expected_version: int | None = None) -> MemoryRecord:
+        ctx.grant.require("write")
+        current = await self._visible(ctx, memory_id)
+        if current is None:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        store = self.store(ctx.namespace)
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        verdict, action = self._screen(content, current.source, blocked) if content is not None else (None, None)
+        if metadata is not None or action is not None:
+            metadata = self._clean_metadata(ctx, metadata if metadata is not None else current.metadata,
+                                            keep_from=current.metadata)
+            if action is not None and verdict is not None:
+                metadata = flag_metadata(metadata, verdict, action)
+
+        async def work() -> MemoryRecord:
+            rec = await store.update(memory_id, content=content, category=category, importance=importance,
+                                     metadata=metadata, expected_version=expected_version)
+            if action == "quarantine":
+                rec = await self._quarantine(store, rec)
+            await self._audit(ctx, "update", memory_id=memory_id, content=rec.content,
+                              detail={"version": rec.version, "flags": list(verdict.reasons) if action and verdict
+                                      else None})
+            return rec
+
+        return await self._shielded(work())
+
+    async def delete(self, ctx: Context, memory_id: str) -> bool:
+        ctx.grant.require("write")
+        current = await self._visible(ctx, memory_id)
+        if current is None:
+            return False
+        store = self.store(ctx.namespace)
+
+        async def work() -> bool:
+            done = await store.delete(memory_id)
+            if done:
+                await self._audit(ctx, "delete", memory_id=memory_id, content=current.content)
+            return done
+
+        return await self._shielded(work())
+
+    async def history(self, ctx: Context, memory_id: str) -> list[MemoryRecord]:
+        ctx.grant.require("read")
+        versions = await self.store(ctx.namespace).history(memory_id)
+        return versions if versions and ctx.grant.covers_user(versions[-1].user_id) else []
+
+    async def ingest(self, ctx: Context, messages: Sequence[Message], *, user_id: str | None,
+                     agent_id: str | None = None, session_id: str | None = None) -> list[MemoryRecord]:
+        ctx.grant.require("write")
+        user_id, agent_id = self._write_user(ctx.grant, user_id), self._write_agent(ctx.grant, agent_id)
+        store = self.store(ctx.namespace)
+
+        async def work() -> list[MemoryRecord]:
+            records = await store.ingest(messages, user_id=user_id, agent_id=agent_id, session_id=session_id)
+            return await self._screen_saved(ctx, records, "ingest")
+
+        return await self._shielded(work())
+
+    async def consolidate(self, ctx: Context) -> ConsolidationReport:
+        ctx.grant.require_admin()
+
+        async def work() -> ConsolidationReport:
+            report = await self.store(ctx.namespace).consolidate()
+            changed = [*report.expired, *report.archived, *report.superseded,
+                       *(m for ids in report.merged.values() for m in ids)]
+            await self._audit(ctx, "consolidate", refs=changed, detail=report.to_dict())
+            return report
+
+        return await self._shielded(work())
+
+    async def reembed(self, ctx: Context) -> int:
+        ctx.grant.require_admin()
+
+        async def work() -> int:
+            done = await self.store(ctx.namespace).reembed()
+            await self._audit(ctx, "reembed", detail={"reembedded": done})
+            return done
+
+        return await self._shielded(work())
+
+    async def export(self, ctx: Context, user_id: str | None) -> tuple[IO[bytes], int]:
+        """Write the snapshot to a temporary file (streamed to the client by the app)."""
+        ctx.grant.require("read")
+        if ctx.grant.users is not None:
+            user_id = self._write_user(ctx.grant, user_id)
+        target: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the streaming response
+        count = await self.store(ctx.namespace).export_snapshot(target, user_id=user_id)
+        target.seek(0)
+        await self._audit(ctx, "export", detail={"user_id": user_id, "memories": count})
+        return target, count
+
+    async def import_(self, ctx: Context, source: IO[bytes]) -> ImportReport:
+        ctx.grant.require_admin()
+
+        async def work() -> ImportReport:
+            report = await self.store(ctx.namespace).import_snapshot(source)
+            await self._audit(ctx, "import", detail=report.to_dict())
+            return report
+
+        return await self._shielded(work())
+
+    async def stats(self, ctx: Context) -> dict[str, Any]:
+        ctx.grant.require("read")
+        if ctx.grant.users is not None:
+            raise PermissionDeniedError("namespace statistics need a grant over every user")
+        return await self.store(ctx.namespace).stats()
+
+    async def flush(self, ctx: Context) -> None:
+        ctx.grant.require("read")
+        await self.store(ctx.namespace).flush()
+
+    # -- quarantine ---------------------------------------------------------------------------
+    async def block_source(self, ctx: Context, source: str, reason: str | None = None) -> dict[str, Any]:
+        """Mark a source polluted: its memories leave recall, its writes are refused. Reversible."""
+        ctx.grant.require_admin()
+        if not isinstance(source, str) or not source.strip():
+            raise InvalidInput("source must be a non-empty string")
+        await asyncio.to_thread(self.tokens.block_source, ctx.namespace, source, reason, ctx.actor)
+        hidden = await self.store(ctx.namespace).list(filter={"source": source}, limit=10_000)
+        await self._audit(ctx, "block_source", refs=[r.memory_id for r in hidden],
+                          detail={"source": source, "reason": reason})
+        return {"source": source, "blocked": True, "memories_hidden": len(hidden)}
+
+    async def unblock_source(self, ctx: Context, source: str) -> dict[str, Any]:
+        ctx.grant.require_admin()
+        was = await asyncio.to_thread(self.tokens.unblock_source, ctx.namespace, source)
+        await self._audit(ctx, "unblock_source", detail={"source": source, "was_blocked": was})
+        return {"source": source, "blocked": False, "was_blocked": was}
+
+    async def blocked_sources(self, ctx: Context) -> list[dict[str, Any]]:
+        ctx.grant.require("read")
+        return list((await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)).values())
+
+    async def release(self, ctx: Context, memory_id: str) -> MemoryRecord:
+        """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
+        ctx.grant.require_admin()
+        current = await self._visible(ctx, memory_id)
+        if current is None:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        store = self.store(ctx.namespace)
+        metadata = {k: v for k, v in current.metadata.items() if k not in FLAG_KEYS and k != "polymem_flag_score"}
+        metadata["polymem_trust"] = "reviewed"
+        rec = await _drive(store, store.engine.update(memory_id, metadata=metadata, status="active"))
+        await self._audit(ctx, "release", memory_id=memory_id, content=rec.content,
+                          detail={"previous_flags": current.metadata.get("polymem_flags")})
+        return rec  # type: ignore[no-any-return]
+
+    # -- working memory -----------------------------------------------------------------------
+    async def session(self, ctx: Context, spec: dict[str, Any], *, write: bool) -> AsyncSession:
+        """A session handle in the caller's scope (the session must not belong to another user)."""
+        ctx.grant.require("write" if write else "read")
+        user_id = self._write_user(ctx.grant, spec.get("user_id"))
+        agent_id = self._write_agent(ctx.grant, spec.get("agent_id")) if write else spec.get("agent_id")
+        ttl = spec.get("ttl")
+        handle = self.store(ctx.namespace).session(
+            spec["session_id"], user_id=user_id, agent_id=agent_id, max_tokens=spec.get("max_tokens", 4096),
+            ttl=timedelta(seconds=ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else ttl,
+            overflow=spec.get("overflow", "drop"), keep_last=spec.get("keep_last", 4))
+        info = await asyncio.to_thread(self.store(ctx.namespace).backend.session_info, ctx.namespace,
+                                       spec["session_id"])
+        if info is not None and not ctx.grant.covers_user(info.user_id):
+            raise PermissionDeniedError("this session belongs to a user outside your scope")
+        return handle
+
+    async def session_call(self, ctx: Context, spec: dict[str, Any], op: str, *args: Any) -> Any:
+        """Run one session operation, auditing the mutations."""
+        write = op in ("add_messages", "evict", "replace", "clear", "end", "delete")
+        handle = await self.session(ctx, spec, write=write)
+        if not write:
+            return await getattr(handle, op)(*args)
+
+        async def work() -> Any:
+            result = await getattr(handle, op)(*args)
+            if op == "end":
+                result = await self._screen_saved(ctx, result, "session_end")
+            texts = [m.content for m in args[0]] if op in ("add_messages", "replace") else None
+            await self._audit(ctx, f"session_{op}", content="\n".join(texts) if texts is not None else None,
+                              refs=[r.memory_id for r in result] if op == "end" else (),
+                              detail={"session_id": spec["session_id"]})
+            return result
+
+        return await self._shielded(work())
+
+    async def sessions(self, ctx: Context, user_id: str | None) -> list[SessionInfo]:
+        ctx.grant.require("read")
+        if user_id is not None:
+            self._read_scope(ctx.grant, user_id, None)
+        found = await self.store(ctx.namespace).sessions(user_id=user_id)
+        return [s for s in found if ctx.grant.covers_user(s.user_id)]
+

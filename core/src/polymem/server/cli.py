@@ -1,0 +1,278 @@
+"""Command-line commands of the service: `serve`, `token`, `audit` and `source`.
+
+    polymem serve --url sqlite:///memory.db --port 8080
+    polymem token create lc-agent --namespace acme --perm read --perm write --user ann
+    polymem token list
+    polymem token grant <token-id> --namespace team --perm read      # explicit sharing
+    polymem token revoke <token-id>
+    polymem audit verify
+    polymem audit show --memory <memory-id>
+    polymem source block tool:web --reason "prompt injection seen" && polymem source unblock tool:web
+
+Tokens, quarantined sources and the audit log live in `<store file>.auth.db`
+beside an SQLite store, or in the file `--auth-db` names. The commands are
+plain click commands; `polymem.cli` adds them to the `polymem` group, and
+`python -m polymem.server` runs them on their own.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .._errors import PolymemError
+
+
+def _store_url(url: str | None) -> str:
+    from .._memory import default_url
+
+    return url or default_url()
+
+
+def _auth_db(url: str | None, auth_db: str | None) -> str:
+    from ._auth import auth_db_for
+
+    path = auth_db or auth_db_for(_store_url(url))
+    if path == ":memory:":
+        raise click.UsageError("this store keeps no auth file beside it; pass --auth-db PATH")
+    return path
+
+
+def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--auth-db", default=None, envvar="POLYMEM_AUTH_DB",
+                        help="Token/audit database (default: <store file>.auth.db).")(func)
+    return click.option("--url", envvar="POLYMEM_URL", default=None,
+                        help="Store URL (default: POLYMEM_URL or the SQLite file in your data folder).")(func)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+class _Errors(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PolymemError as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+
+
+@click.command("serve")
+@_common
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8080, show_default=True, type=int, help="TCP port.")
+@click.option("--no-auth", is_flag=True, help="Serve without tokens (trusted networks only; every caller is admin).")
+@click.option("--no-embedder", is_flag=True, help="Lexical (full-text) mode: load no embedding model.")
+@click.option("--on-flag", type=click.Choice(["default", "refuse", "quarantine", "low_trust"]), default="default",
+              show_default=True, help="What a write the filter flags becomes (default: by source trust).")
+@click.option("--max-body-bytes", default=1 << 20, show_default=True, type=int, help="Request size limit.")
+@click.option("--max-import-bytes", default=256 << 20, show_default=True, type=int, help="Snapshot import limit.")
+@click.option("--timeout", default=30.0, show_default=True, type=float, help="Per-request timeout in seconds.")
+@click.option("--graceful-timeout", default=30.0, show_default=True, type=float,
+              help="Seconds to finish in-flight requests on SIGTERM/SIGINT before closing.")
+def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
+          on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float) -> None:
+    """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
+    import uvicorn
+
+    from ._app import create_app
+    from ._guard import WritePolicy
+    from ._service import Service
+
+    store_url = _store_url(url)
+    policy = WritePolicy() if on_flag == "default" else WritePolicy.everywhere(on_flag)
+    service = Service(store_url, auth_db=auth_db, auth=not no_auth, policy=policy,
+                      embedder=None if no_embedder else "auto")
+    app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout)
+    click.echo(f"polymem serving {store_url} on http://{host}:{port} (auth {'off' if no_auth else 'on'})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=int(graceful_timeout))
+
+
+@click.group("token", cls=_Errors)
+def token() -> None:
+    """Create, list, share and revoke the service's access tokens."""
+
+
+def _open_auth(url: str | None, auth_db: str | None) -> Any:
+    from ._audit import AuditLog
+    from ._auth import AuthStore, Database
+
+    db = Database(_auth_db(url, auth_db))
+    return AuthStore(db), AuditLog(db)
+
+
+def _actor() -> str:
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # noqa: BLE001 - no user name in some containers
+        return "cli"
+
+
+@token.command("create")
+@_common
+@click.argument("name")
+@click.option("--namespace", default="default", show_default=True, help="The token's home namespace.")
+@click.option("--perm", "perms", multiple=True, type=click.Choice(["read", "write", "admin"]),
+              help="Permission (repeat). Default: read and write.")
+@click.option("--user", "users", multiple=True, help="A user the token may act for (repeat). Default: every user.")
+@click.option("--agent", default=None, help="The agent id the token writes as.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def token_create(url: str | None, auth_db: str | None, name: str, namespace: str, perms: tuple[str, ...],
+                 users: tuple[str, ...], agent: str | None, as_json: bool) -> None:
+    """Create a token; its secret is printed once and stored only as a hash."""
+    store, audit = _open_auth(url, auth_db)
+    info, secret = store.create_token(name, namespace, perms or ("read", "write"), users=users or None,
+                                      agent_id=agent)
+    audit.append(_actor(), "token_create", namespace, detail=info.to_dict())
+    if as_json:
+        _echo_json({**info.to_dict(), "token": secret})
+    else:
+        click.echo(secret)
+        click.echo(f"token {info.token_id} ({name}) on {namespace}: {', '.join(sorted(perms or ('read', 'write')))}"
+                   " — keep the line above, it is not shown again", err=True)
+
+
+@token.command("list")
+@_common
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def token_list(url: str | None, auth_db: str | None, as_json: bool) -> None:
+    """List tokens and their grants (never their secrets)."""
+    store, _ = _open_auth(url, auth_db)
+    tokens = [t.to_dict() for t in store.list_tokens()]
+    if as_json:
+        _echo_json(tokens)
+        return
+    for t in tokens:
+        state = "revoked" if t["revoked_at"] else "active"
+        grants = "; ".join(f"{g['namespace']}:{'+'.join(g['permissions'])}"
+                           f"{'' if g['users'] is None else ' users=' + ','.join(g['users'])}" for g in t["grants"])
+        click.echo(f"{t['token_id']}  {t['name']:<20} {state:<8} {grants}")
+
+
+@token.command("grant")
+@_common
+@click.argument("token_id")
+@click.option("--namespace", required=True, help="The namespace to share with the token.")
+@click.option("--perm", "perms", multiple=True, type=click.Choice(["read", "write", "admin"]),
+              help="Permission (repeat). Default: read.")
+@click.option("--user", "users", multiple=True, help="Limit to these users (repeat).")
+@click.option("--agent", default=None, help="The agent id the token writes as there.")
+def token_grant(url: str | None, auth_db: str | None, token_id: str, namespace: str, perms: tuple[str, ...],
+                users: tuple[str, ...], agent: str | None) -> None:
+    """Share a namespace with a token (explicit sharing; nothing is shared by default)."""
+    store, audit = _open_auth(url, auth_db)
+    info = store.grant(token_id, namespace, perms or ("read",), users=users or None, agent_id=agent)
+    audit.append(_actor(), "token_grant", namespace, detail={"token_id": token_id, "grants": info.to_dict()["grants"]})
+    click.echo(f"token {token_id} may now use {namespace}: {', '.join(sorted(perms or ('read',)))}")
+
+
+@token.command("revoke")
+@_common
+@click.argument("token_id")
+def token_revoke(url: str | None, auth_db: str | None, token_id: str) -> None:
+    """Revoke a token; requests with it fail from now on."""
+    store, audit = _open_auth(url, auth_db)
+    if not store.revoke(token_id):
+        raise click.ClickException(f"no active token {token_id!r}")
+    audit.append(_actor(), "token_revoke", None, detail={"token_id": token_id})
+    click.echo(f"revoked {token_id}")
+
+
+@click.group("audit", cls=_Errors)
+def audit() -> None:
+    """Check and read the hash-chained audit log."""
+
+
+@audit.command("verify")
+@_common
+@click.option("--anchor", default=None, help="A head hash saved earlier: also detects entries cut from the end.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def audit_verify(url: str | None, auth_db: str | None, anchor: str | None, as_json: bool) -> None:
+    """Re-hash the whole chain; exit status 1 if an entry was edited, removed or reordered."""
+    _, log = _open_auth(url, auth_db)
+    report = log.verify(anchor)
+    if as_json:
+        _echo_json(report.to_dict())
+    elif report.ok:
+        click.echo(f"ok: {report.entries} entries, head {report.head}")
+    else:
+        for seq, problem in report.problems:
+            click.echo(f"entry {seq}: {problem}")
+    if not report.ok:
+        sys.exit(1)
+
+
+@audit.command("show")
+@_common
+@click.option("--memory", "memory_id", default=None, help="Only entries about this memory (its whole life).")
+@click.option("--limit", default=None, type=int, help="At most this many entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def audit_show(url: str | None, auth_db: str | None, memory_id: str | None, limit: int | None,
+               as_json: bool) -> None:
+    """Print audit entries, oldest first."""
+    _, log = _open_auth(url, auth_db)
+    entries = log.entries(memory_id=memory_id, limit=limit)
+    if as_json:
+        _echo_json(entries)
+        return
+    for e in entries:
+        target = e["memory_id"] or (f"{len(e['refs'])} memories" if e["refs"] else "-")
+        digest = (e["content_sha256"] or "")[:12]
+        click.echo(f"{e['seq']:>6} {e['at']} {e['actor']:<14} {e['action']:<15} {target:<36} {digest} {e['request_id'] or ''}")
+
+
+@click.group("source", cls=_Errors)
+def source() -> None:
+    """Quarantine a polluted memory source (reversible; audited)."""
+
+
+@source.command("block")
+@_common
+@click.argument("name")
+@click.option("--namespace", default="default", show_default=True)
+@click.option("--reason", default=None, help="Why (kept with the block and in the audit log).")
+def source_block(url: str | None, auth_db: str | None, name: str, namespace: str, reason: str | None) -> None:
+    """Hide the source's memories from recall and refuse its writes (a running server sees it at once)."""
+    store, log = _open_auth(url, auth_db)
+    store.block_source(namespace, name, reason, _actor())
+    log.append(_actor(), "block_source", namespace, detail={"source": name, "reason": reason})
+    click.echo(f"blocked source {name!r} in {namespace}")
+
+
+@source.command("unblock")
+@_common
+@click.argument("name")
+@click.option("--namespace", default="default", show_default=True)
+def source_unblock(url: str | None, auth_db: str | None, name: str, namespace: str) -> None:
+    """Lift a quarantine: the source's memories are recalled again."""
+    store, log = _open_auth(url, auth_db)
+    was = store.unblock_source(namespace, name)
+    log.append(_actor(), "unblock_source", namespace, detail={"source": name, "was_blocked": was})
+    click.echo(f"unblocked source {name!r} in {namespace}" if was else f"{name!r} was not blocked")
+
+
+@source.command("list")
+@_common
+@click.option("--namespace", default="default", show_default=True)
+def source_list(url: str | None, auth_db: str | None, namespace: str) -> None:
+    """List the quarantined sources of a namespace."""
+    store, _ = _open_auth(url, auth_db)
+    for item in store.blocked_sources(namespace).values():
+        click.echo(f"{item['source']}  blocked {item['blocked_at']} by {item['blocked_by']}: {item['reason'] or ''}")
+
+
+@click.group(cls=_Errors)
+def main() -> None:
+    """polymem service commands (also available as `polymem serve|token|audit|source`)."""
+
+
+for _command in (serve, token, audit, source):
+    main.add_command(_command)
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

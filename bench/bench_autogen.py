@@ -28,10 +28,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import polymem
 from autogen_core.memory import ListMemory, Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import UserMessage
+
+import polymem
 from polymem_autogen import PolymemMemory
 
 RESULTS = Path(__file__).parent / "results" / "autogen.md"
@@ -169,6 +170,11 @@ async def main(n: int, n_queries: int) -> None:
             f"load {n} in {load_s:.0f} s",
         )
     )
+
+    async def embed_only(context: UnboundedChatCompletionContext) -> None:
+        embedder.embed([str((await context.get_messages())[-1].content)])
+
+    rows.append(("(MiniLM query embedding alone)", await timed(embed_only, queries), "share of the row above"))
 
     lexical = polymem_store(tmp / "lexical.db", texts, None)
     mem_lex = PolymemMemory(lexical, user_id="alice", top_k=5)

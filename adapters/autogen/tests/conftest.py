@@ -6,10 +6,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import polymem
 import pytest
 from autogen_core.models import ModelInfo
 from autogen_ext.models.replay import ReplayChatCompletionClient
+
+import polymem
 
 TOOL_MODEL = ModelInfo(
     vision=False, function_calling=True, json_output=False, family="unknown", structured_output=False

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import polymem
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination
@@ -18,6 +17,8 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import FunctionCall
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.models import CreateResult, RequestUsage, SystemMessage
+
+import polymem
 from polymem_autogen import (
     ChatCompletionExtractor,
     PolymemChatCompletionContext,
@@ -170,22 +171,29 @@ async def test_capture_skips_memory_query_events(lexical: Any) -> None:
 
 
 async def test_agent_with_polymem_memory_and_context_saves_and_loads_its_component_config(
-    db_url: str, replay: Any
+    lexical: Any, replay: Any
 ) -> None:
+    memory = PolymemMemory(lexical, user_id="alice", agent_id="planner")
+    await memory.add(MemoryContent(content="Alice booked the Thon Opera hotel", mime_type=MemoryMimeType.TEXT))
     agent = AssistantAgent(
         "planner",
-        model_client=replay("ok"),
-        memory=[PolymemMemory(db_url, user_id="alice", agent_id="planner")],
-        model_context=PolymemChatCompletionContext(db_url, session_id="trip", user_id="alice"),
+        model_client=replay("The Thon Opera."),
+        memory=[memory],
+        model_context=PolymemChatCompletionContext(lexical.url, session_id="trip", user_id="alice"),
     )
     config = json.loads(agent.dump_component().model_dump_json())
+
     loaded = AssistantAgent.load_component(config)
+
     assert json.loads(loaded.dump_component().model_dump_json()) == config
-    result = await loaded.run(task="hello")
-    assert result.messages[-1].content == "ok"
+    result = await loaded.run(task="Which hotel did Alice book?")
+    recalled = [c.content for m in result.messages if isinstance(m, MemoryQueryEvent) for c in m.content]
+    assert recalled == ["Alice booked the Thon Opera hotel"]
+    stored = lexical.session("trip", user_id="alice").messages()
+    assert [m.content for m in stored if m.role != "system"] == ["Which hotel did Alice book?", "The Thon Opera."]
     for component in (agent, loaded):
         await component.model_context.close()  # type: ignore[attr-defined]
-        await component._memory[0].close()  # type: ignore[index]
+    await loaded._memory[0].close()  # type: ignore[index]
 
 
 READER = """

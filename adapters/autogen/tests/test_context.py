@@ -15,6 +15,7 @@ from autogen_core.models import (
     SystemMessage,
     UserMessage,
 )
+
 from polymem_autogen import PolymemChatCompletionContext, RecalledMemoriesMessage
 
 pytestmark = pytest.mark.asyncio

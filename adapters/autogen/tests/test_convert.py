@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import polymem
 import pytest
 from autogen_core import FunctionCall, Image
 from autogen_core.memory import MemoryContent, MemoryMimeType
@@ -17,6 +16,8 @@ from autogen_core.models import (
     UserMessage,
 )
 from PIL import Image as PILImage
+
+import polymem
 from polymem_autogen import RecalledMemoriesMessage, from_polymem_messages, to_polymem_messages
 from polymem_autogen._convert import age, content_to_save, record_to_content
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import polymem
 import pytest
 from autogen_core.models import SystemMessage, UserMessage
+
+import polymem
 from polymem_autogen import ChatCompletionExtractor, ChatCompletionSummarizer
 
 CONVERSATION = [

@@ -6,11 +6,12 @@ import json
 import re
 from typing import Any
 
-import polymem
 import pytest
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import AssistantMessage, SystemMessage, UserMessage
+
+import polymem
 from polymem_autogen import PolymemMemory, RecalledMemoriesMessage
 
 pytestmark = pytest.mark.asyncio

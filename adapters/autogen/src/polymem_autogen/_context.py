@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import polymem
 from autogen_core import Component
 from autogen_core.model_context import ChatCompletionContext, ChatCompletionContextState
 from autogen_core.models import LLMMessage
 from pydantic import BaseModel, Field
 from typing_extensions import Self
+
+import polymem
 
 from . import _convert, _store
 
@@ -23,7 +24,6 @@ class PolymemChatCompletionContextConfig(BaseModel):
     user_id: str
     agent_id: str | None = None
     namespace: str | None = None
-    embedder: _store.EmbedderChoice = "auto"
     async_store: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
     overflow: Literal["drop", "summarize"] = "drop"
@@ -52,6 +52,15 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
 
     `initial_messages` seed a session that has never held a message; `clear()`
     (what `agent.on_reset` calls) empties the window, keeping the transcript.
+
+    Args:
+        memory: a polymem store, or a URL to open (without an embedding model:
+            working memory needs none); a store opened here is closed by `close()`.
+        session_id, user_id, agent_id: the session and whom it belongs to.
+        max_tokens, overflow, keep_last: polymem's window (see `mem.session`); a
+            summarizing window uses the store's summarizer, so pass a store
+            opened with one (e.g. `ChatCompletionSummarizer`).
+        initial_messages: seed messages for a brand-new session.
     """
 
     component_type = "chat_completion_context"
@@ -72,9 +81,12 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
     ) -> None:
         super().__init__(initial_messages)
         self._owned = memory is None or isinstance(memory, str)
-        self._mem = polymem.open(memory) if self._owned else memory
+        # Working memory needs no embedding model: a store opened here skips loading one.
+        self._mem = polymem.open(memory, embedder=None) if self._owned else memory
+        described = _store.describe(self._mem)
+        del described["embedder"]
         self._settings = PolymemChatCompletionContextConfig(
-            **_store.describe(self._mem),
+            **described,
             session_id=session_id,
             user_id=user_id,
             agent_id=agent_id,
@@ -107,7 +119,8 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
                 overflow=s.overflow,
                 keep_last=s.keep_last,
             )
-            if s.initial_messages and not await _store.call(ses, "transcript"):
+            info = await _store.call(ses, "info") if s.initial_messages else None
+            if s.initial_messages and (info is None or info.message_count == 0):
                 await _store.call(ses, "add_messages", _convert.to_polymem_messages(s.initial_messages))
             self._session = ses
         return self._session
@@ -148,9 +161,7 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
 
     @classmethod
     def _from_config(cls, config: PolymemChatCompletionContextConfig) -> Self:
-        mem = _store.reopen(
-            config.url, namespace=config.namespace, embedder=config.embedder, async_store=config.async_store
-        )
+        mem = _store.reopen(config.url, namespace=config.namespace, embedder="none", async_store=config.async_store)
         self = cls(
             mem,
             session_id=config.session_id,

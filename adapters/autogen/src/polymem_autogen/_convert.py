@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-import polymem
 from autogen_core import FunctionCall, Image
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.models import (
@@ -31,6 +30,8 @@ from autogen_core.models import (
     SystemMessage,
     UserMessage,
 )
+
+import polymem
 
 META = "autogen"
 """The `Message.metadata` key under which AutoGen-only fields travel."""

@@ -10,8 +10,9 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar, cast
 
-import polymem
 from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
+
+import polymem
 
 log = logging.getLogger("polymem_autogen")
 T = TypeVar("T")

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-import polymem
 from autogen_core import CancellationToken, Component
 from autogen_core.memory import Memory, MemoryContent, MemoryQueryResult, UpdateContextResult
 from autogen_core.model_context import ChatCompletionContext
 from autogen_core.models import SystemMessage
 from pydantic import BaseModel, Field
 from typing_extensions import Self
+
+import polymem
 
 from . import _convert, _store
 

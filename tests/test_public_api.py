@@ -86,3 +86,21 @@ def test_reopening_with_the_url_reaches_the_same_store(tmp_path) -> None:  # typ
         url = mem.url
     with polymem.open(url, embedder=None) as again:
         assert again.get(rec.memory_id) == rec
+
+
+def test_url_carries_the_namespace(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with polymem.open(f"sqlite:///{tmp_path}/m.db", embedder=None, namespace="team-a") as mem:
+        rec = mem.save("I like blue", user_id="a")
+        url = mem.url
+    assert url.endswith("?namespace=team-a")
+    with polymem.open(url, embedder=None) as again:
+        assert again.namespace == "team-a" and again.get(rec.memory_id) == rec
+    with polymem.open(url.split("?")[0], embedder=None) as default:
+        assert default.get(rec.memory_id) is None
+
+
+def test_closed_flag() -> None:
+    mem = polymem.open("memory://", embedder=None)
+    assert not mem.closed
+    mem.close()
+    assert mem.closed

@@ -23,11 +23,31 @@ from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 
 @dataclass(frozen=True)
 class Candidate:
-    """A record found by a search, with its raw similarity and text rank."""
+    """A memory found by a search, with its raw similarity and text rank.
 
-    record: MemoryRecord
+    A backend may return the full `record`, or leave it None and fill in only
+    the fields scoring needs; the engine then fetches full records for the
+    final top-k alone (decoding 200 records per recall costs more than the search).
+    """
+
+    record: MemoryRecord | None
     similarity: float | None
     text_rank: float | None
+    memory_id: str = ""
+    importance: float = 0.0
+    category: str = ""
+    created_at: datetime | None = None
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+
+    @property
+    def scored(self) -> Any:
+        """What scoring reads (importance, category, times, access count)."""
+        return self.record if self.record is not None else self
+
+    @property
+    def id(self) -> str:
+        return self.record.memory_id if self.record is not None else self.memory_id
 
 
 @dataclass(frozen=True)
@@ -142,6 +162,10 @@ class Backend(ABC):
 
     @abstractmethod
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Delete messages from the transcript itself (not just the window)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete single messages")
 
     @abstractmethod
     def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None: ...

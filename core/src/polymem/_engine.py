@@ -246,7 +246,8 @@ class Engine:
         return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
-               category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
+               category: str | None = None, filter: dict[str, Any] | None = None,
+               query_vector: Sequence[float] | None = None) -> Plan:
         query = self._content(query, "query")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
@@ -254,7 +255,6 @@ class Engine:
 
         compile_filter(filter)  # validate before any work
         now = self.clock()
-        query_vector = None
         model_id = self.embedder.model_id if self.embedder else None
         if self.embedder is not None:
             foreign = yield _backend("count_foreign_vectors", self.namespace, model_id)
@@ -263,12 +263,22 @@ class Engine:
                     f"{foreign} memories in namespace {self.namespace!r} were embedded with another model "
                     f"(or none); the store now uses {model_id!r}. Run `polymem reembed` (or Memory.reembed()) "
                     "so vector spaces are never mixed.")
-            raw = yield Op("embed", "embed", ([query],))
-            query_vector = as_matrix(raw, self.embedder.dimension)[0]
-        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query_vector, model_id,
+            raw = [query_vector] if query_vector is not None else (yield Op("embed", "embed", ([query],)))
+            vector = as_matrix(raw, self.embedder.dimension)[0]
+        elif query_vector is not None:
+            raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
+        else:
+            vector = None
+        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                 tuple(query_terms(query)), now, max(CANDIDATES, top_k))
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=query_vector is not None)[:top_k]
+        hits = self.rank(candidates, now, vector_mode=vector is not None)[:top_k]
+        missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
+        if missing:
+            records = {r.memory_id: r for r in (yield _backend("get", self.namespace, missing))}
+            hits = [h if not isinstance(h.memory, Candidate) else
+                    RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score)
+                    for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
         if self.scoring.reinforce and hits:
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
@@ -293,9 +303,11 @@ class Engine:
                 if text is None:
                     continue
                 relevance = text
-            live = policy.live_score(c.record, now)
-            hits.append(RecallHit(c.record, policy.blend(relevance, live), relevance, c.similarity, text, live))
-        hits.sort(key=lambda h: (-h.score, h.memory.created_at, h.memory.memory_id))
+            live = policy.live_score(c.scored, now)
+            # Until the top-k is fetched, a hit may carry the bare candidate.
+            hits.append(RecallHit(c.record or c, policy.blend(relevance, live), relevance,  # type: ignore[arg-type]
+                                  c.similarity, text, live))
+        hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
         return hits
 
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
@@ -486,8 +498,8 @@ class Engine:
         for message in messages:
             message = _as_message(message)
             self._label(message.role, "role")
-            if not message.content.strip() and not message.tool_calls and not message.parts:
-                raise EmptyContentError("a message needs content, tool calls or parts")
+            if not isinstance(message.content, str):
+                raise InvalidInput("message content must be a string")
             if len(message.content) > self.max_content_chars:
                 raise ContentTooLargeError(f"message has {len(message.content)} characters; the limit is "
                                            f"{self.max_content_chars}")
@@ -542,6 +554,9 @@ class Engine:
     def session_summary(self, spec: SessionSpec) -> Plan:
         info = yield from self._live_session(spec)
         return info.summary if info else None
+
+    def session_forget(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
+        return (yield _backend("session_forget", self.namespace, spec.session_id, list(message_ids)))
 
     def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
         return (yield _backend("session_evict", self.namespace, spec.session_id, list(message_ids)))

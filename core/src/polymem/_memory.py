@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlparse
 
 from ._backend import Backend
 from ._embedders import data_dir, resolve_embedder
@@ -37,6 +37,24 @@ BACKENDS: dict[str, str] = {
 def default_url() -> str:
     """`POLYMEM_URL`, else an SQLite file in the user's data folder."""
     return os.environ.get("POLYMEM_URL") or f"sqlite:///{data_dir() / 'memory.db'}"
+
+
+def with_namespace(url: str, namespace: str) -> str:
+    """`url` carrying a non-default namespace as `?namespace=…`."""
+    if namespace == "default":
+        return url
+    return f"{url}{'&' if '?' in url else '?'}namespace={quote(namespace, safe='')}"
+
+
+def split_namespace(url: str) -> tuple[str, str | None]:
+    """Take `namespace=…` out of a URL's query: (url without it, namespace or None)."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, None
+    pairs = parse_qsl(query, keep_blank_values=True)
+    namespace = next((v for k, v in pairs if k == "namespace"), None)
+    rest = urlencode([(k, v) for k, v in pairs if k != "namespace"])
+    return (f"{base}?{rest}" if rest else base), namespace
 
 
 def _load_factory(spec: str) -> Callable[..., Any]:
@@ -121,12 +139,16 @@ class _Base:
 
     @property
     def url(self) -> str:
-        """Connection descriptor (no secrets): `polymem.open(mem.url)` reopens this store."""
-        return self._backend.url
+        """Connection descriptor (no secrets): `polymem.open(mem.url)` reopens this store and namespace."""
+        return with_namespace(self._backend.url, self.namespace)
 
     @property
     def namespace(self) -> str:
         return self._engine.namespace
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def embedder(self) -> Embedder | None:
@@ -198,10 +220,14 @@ class Memory(_Base):
             drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
-               category: str | None = None, filter: dict[str, Any] | None = None) -> builtins.list[RecallHit]:
-        """The memories most relevant to `query`, best first (hybrid search × live score)."""
+               category: str | None = None, filter: dict[str, Any] | None = None,
+               query_vector: Sequence[float] | None = None) -> builtins.list[RecallHit]:
+        """The memories most relevant to `query`, best first (hybrid search × live score).
+
+        `query_vector` replaces the query's embedding (same model and dimension as the store's)."""
         return self._run(self._engine.recall(  # type: ignore[no-any-return]
-            query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter))
+            query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
+            query_vector=query_vector))
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The current version of a memory, or None."""
@@ -320,6 +346,10 @@ class Session:
     def summary(self) -> str | None:
         return self._memory._run(self._memory.engine.session_summary(self.spec))  # type: ignore[no-any-return]
 
+    def forget(self, message_ids: Sequence[str]) -> int:
+        """Delete messages from the session for good (window and transcript)."""
+        return self._memory._run(self._memory.engine.session_forget(self.spec, message_ids))  # type: ignore[no-any-return]
+
     def evict(self, message_ids: Sequence[str]) -> int:
         """Take messages out of the window; the transcript keeps them."""
         return self._memory._run(self._memory.engine.session_evict(self.spec, message_ids))  # type: ignore[no-any-return]
@@ -391,9 +421,11 @@ class AsyncMemory(_Base):
             drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors))
 
     async def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
-                     category: str | None = None, filter: dict[str, Any] | None = None) -> builtins.list[RecallHit]:
+                     category: str | None = None, filter: dict[str, Any] | None = None,
+                     query_vector: Sequence[float] | None = None) -> builtins.list[RecallHit]:
         return await self._run(self._engine.recall(  # type: ignore[no-any-return]
-            query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter))
+            query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
+            query_vector=query_vector))
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         return await self._run(self._engine.get(memory_id))  # type: ignore[no-any-return]
@@ -493,6 +525,9 @@ class AsyncSession:
     async def get_summary(self) -> str | None:
         return await self._memory._run(self._memory.engine.session_summary(self.spec))  # type: ignore[no-any-return]
 
+    async def forget(self, message_ids: Sequence[str]) -> int:
+        return await self._memory._run(self._memory.engine.session_forget(self.spec, message_ids))  # type: ignore[no-any-return]
+
     async def evict(self, message_ids: Sequence[str]) -> int:
         return await self._memory._run(self._memory.engine.session_evict(self.spec, message_ids))  # type: ignore[no-any-return]
 
@@ -527,9 +562,10 @@ def open(  # noqa: A001 - the public name is polymem.open
     ...     [h.memory.content for h in mem.recall("blue", user_id="ann")]
     ['I like blue']
     """
-    engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
-                     max_content_chars)
-    return Memory(make_backend(url or default_url()), engine)
+    url, from_url = split_namespace(url or default_url())
+    engine = _engine(from_url if from_url and namespace == "default" else namespace, embedder, clock, scoring,
+                     extractor, summarizer, token_counter, judge, max_content_chars)
+    return Memory(make_backend(url), engine)
 
 
 def open_async(
@@ -539,6 +575,7 @@ def open_async(
     max_content_chars: int = 8000,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
-    engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
-                     max_content_chars)
-    return AsyncMemory(make_backend(url or default_url()), engine)
+    url, from_url = split_namespace(url or default_url())
+    engine = _engine(from_url if from_url and namespace == "default" else namespace, embedder, clock, scoring,
+                     extractor, summarizer, token_counter, judge, max_content_chars)
+    return AsyncMemory(make_backend(url), engine)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ._errors import InvalidInput
 from ._models import MemoryRecord
@@ -53,7 +54,7 @@ class ScoringPolicy:
     def half_life(self, category: str) -> float:
         return self.half_life_days.get(category, self.default_half_life_days)
 
-    def live_score(self, record: MemoryRecord, now: datetime) -> float:
+    def live_score(self, record: MemoryRecord | Any, now: datetime) -> float:
         """The record's score now: decayed base plus the access bonus, capped at 1."""
         base = record.importance
         if self.decay:

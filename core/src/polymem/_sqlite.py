@@ -95,7 +95,15 @@ MIGRATIONS: builtins.list[str] = [
     );
     CREATE INDEX session_messages_session ON session_messages(namespace, session_id, in_window);
     """,
+    # 3: document frequencies, to leave very common terms out of full-text queries
+    """
+    CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');
+    """,
 ]
+
+# A term in more rows than this costs more to rank (BM25 over every match) than it
+# tells; the vector search covers such queries.
+MAX_TERM_DOCS = 5000
 
 _RECORD_COLUMNS = (
     "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
@@ -237,6 +245,8 @@ class SQLiteBackend(Backend):
         conn.execute("PRAGMA foreign_keys = ON")
         self._migrate()
         self._caches: dict[str | None, _VectorCache] = {}
+        self._df_cache: dict[str, int] = {}
+        self._df_seq = 0
         self._queue: queue.Queue[tuple[str, list[tuple[str, float]], int] | None] = queue.Queue()
         self._pending = 0
         self._pending_cv = threading.Condition()
@@ -321,17 +331,16 @@ class SQLiteBackend(Backend):
 
     def _find_existing(self, conn: sqlite3.Connection, item: NewRecord) -> MemoryRecord | None:
         rec = item.record
-        if item.idempotency_key is not None:
+        if item.idempotency_key is not None:  # a key decides alone: two keys are two writes
             found = self._fetch_records(conn, "m.namespace = ? AND m.idempotency_key = ?",
                                         (rec.namespace, item.idempotency_key))
-            if found:
-                return found[0]
-        found = self._fetch_records(
-            conn,
+            return found[0] if found else None
+        rows = conn.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM memories m INDEXED BY memories_hash WHERE "
             "m.namespace = ? AND m.content_hash = ? AND m.user_id IS ? AND m.agent_id IS ? AND m.status = 'active'",
             (rec.namespace, item.content_hash, rec.user_id, rec.agent_id),
-        )
-        return found[0] if found else None
+        ).fetchall()
+        return _row_to_record(rows[0]) if rows else None
 
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         if not memory_ids:
@@ -339,7 +348,7 @@ class SQLiteBackend(Backend):
         marks = ", ".join("?" for _ in memory_ids)
         with self._read() as conn:
             found = {r.memory_id: r for r in self._fetch_records(
-                conn, f"m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
+                conn, f"+m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
         return [found[i] for i in memory_ids if i in found]
 
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
@@ -376,7 +385,7 @@ class SQLiteBackend(Backend):
                now: datetime, vector: np.ndarray | None, model_id: str | None,
                content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
         with self._write() as conn:
-            found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+            found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
             if not found:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             current = found[0]
@@ -409,7 +418,7 @@ class SQLiteBackend(Backend):
 
     def delete(self, namespace: str, memory_id: str) -> bool:
         with self._write() as conn:
-            row = conn.execute("DELETE FROM memories WHERE namespace = ? AND memory_id = ? RETURNING rowid",
+            row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
                                (namespace, memory_id)).fetchone()
             if row is None:
                 return False
@@ -420,7 +429,7 @@ class SQLiteBackend(Backend):
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         with self._read() as conn:
-            owner = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ?",
+            owner = conn.execute("SELECT 1 FROM memories WHERE +namespace = ? AND memory_id = ?",
                                  (namespace, memory_id)).fetchone()
             if owner is None:
                 return []
@@ -466,12 +475,15 @@ class SQLiteBackend(Backend):
                 missing = [rid for rid in ranks if rid not in similarities]
                 similarities.update(self._similarities_for(conn, missing, request))
             marks = ", ".join("?" for _ in wanted)
-            rows = conn.execute(f"SELECT m.rowid, {_RECORD_COLUMNS} FROM memories m WHERE m.rowid IN ({marks})",
-                                wanted).fetchall()
-        records = {row[0]: _row_to_record(row[1:]) for row in rows}
+            rows = conn.execute(
+                "SELECT rowid, memory_id, importance, category, created_at, last_accessed_at, access_count "
+                f"FROM memories WHERE rowid IN ({marks})", wanted).fetchall()
+        found = {row[0]: row for row in rows}
         return [
-            Candidate(records[rid], similarities.get(rid), ranks.get(rid))
-            for rid in wanted if rid in records
+            Candidate(None, similarities.get(rid), ranks.get(rid), memory_id=row[1], importance=float(row[2]),
+                      category=row[3], created_at=from_micros(row[4]), last_accessed_at=from_micros(row[5]),
+                      access_count=int(row[6]))
+            for rid in wanted if (row := found.get(rid)) is not None
         ]
 
     @staticmethod
@@ -521,8 +533,30 @@ class SQLiteBackend(Backend):
                 out[rowid] = float(np.frombuffer(blob, dtype=np.float32) @ request.query_vector)
         return out
 
+    def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+        """How many rows hold each term; cached (counting a common term reads its whole posting list)
+        and refreshed after every 1,000 writes, which is as exact as pruning needs."""
+        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+        if seq - self._df_seq > 1000 or seq < self._df_seq:
+            self._df_cache.clear()
+            self._df_seq = seq
+        out = {}
+        for term in terms:
+            if term not in self._df_cache:
+                row = conn.execute("SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)).fetchone()
+                self._df_cache[term] = int(row[0]) if row else 0
+            out[term] = self._df_cache[term]
+        return out
+
     def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int) -> dict[int, float]:
-        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in request.terms)
+        docs = self._document_frequencies(conn, request.terms)
+        present = [t for t in request.terms if docs.get(t)]
+        selective = [t for t in present if docs[t] <= MAX_TERM_DOCS]
+        if not selective:
+            if request.query_vector is not None or not present:
+                return {}
+            selective = [min(present, key=lambda t: docs[t])]
+        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
         match = f'"{scope}" AND ({quoted})'
@@ -572,7 +606,7 @@ class SQLiteBackend(Backend):
                     for namespace, bonuses, now_us in batch:
                         conn.executemany(
                             "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                            "importance = MIN(1.0, importance + ?) WHERE namespace = ? AND memory_id = ?",
+                            "importance = MIN(1.0, importance + ?) WHERE +namespace = ? AND memory_id = ?",
                             [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
                         )
             except StoreClosedError:
@@ -778,6 +812,16 @@ class SQLiteBackend(Backend):
             cursor = conn.execute(
                 f"UPDATE session_messages SET in_window = 0 WHERE namespace = ? AND session_id = ? AND in_window = 1 "
                 f"AND message_id IN ({marks})", (namespace, session_id, *message_ids))
+            return cursor.rowcount
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        if not message_ids:
+            return 0
+        marks = ", ".join("?" for _ in message_ids)
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"DELETE FROM session_messages WHERE namespace = ? AND session_id = ? AND message_id IN ({marks})",
+                (namespace, session_id, *message_ids))
             return cursor.rowcount
 
     def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:

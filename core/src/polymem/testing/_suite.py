@@ -464,3 +464,23 @@ class MemoryConformance:
             assert call(target.recall("colour", user_id="ann"))[0].memory.content == "I like blue"
         finally:
             call(target.close())
+
+    # -- later additions ----------------------------------------------------------------------
+    def test_two_idempotency_keys_are_two_memories(self, mem: Any) -> None:
+        a = call(mem.save("I like blue", user_id="ann", idempotency_key="k1"))
+        b = call(mem.save("I like blue", user_id="ann", idempotency_key="k2"))
+        assert a.memory_id != b.memory_id
+
+    def test_recall_with_a_given_query_vector(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        call(mem.save("I own a dog", user_id="ann"))
+        vector = mem.embedder.embed(["favourite colour"])[0]
+        hits = call(mem.recall("zzzz", user_id="ann", query_vector=vector))
+        assert hits[0].memory.content == "I like blue"
+
+    def test_forgotten_messages_leave_the_transcript(self, mem: Any) -> None:
+        ses = mem.session("s1", user_id="ann", max_tokens=None)
+        first = call(ses.add("user", "one"))
+        call(ses.add("assistant", ""))
+        assert call(ses.forget([first.message_id])) == 1
+        assert [m.content for m in call(ses.transcript())] == [""]

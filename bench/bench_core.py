@@ -1,0 +1,142 @@
+"""Core speed on this machine: saves, batched import, recall latency (with and without the query embedding).
+
+Builds stores of N memories (one user, and 100 users) from generated sentences
+whose vectors come from the real all-MiniLM-L6-v2 (a few thousand embedded
+once, then perturbed so every memory has its own vector), and prints a table.
+Results are appended to bench/RESULTS.md with the machine and date.
+
+    python bench/bench_core.py                 # 10k and 100k
+    python bench/bench_core.py --sizes 2000    # quick smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import polymem
+from polymem import MemoryDraft
+
+SUBJECTS = ["I", "My sister", "The user", "My manager", "Our team", "My friend Li", "My doctor", "The client"]
+VERBS = ["likes", "prefers", "visited", "booked", "hates", "bought", "recommended", "scheduled", "cancelled", "asked about"]
+OBJECTS = ["blue shirts", "jazz concerts", "a trip to Kyoto", "green tea", "the quarterly report", "a dentist appointment",
+           "vegetarian food", "running shoes", "a flight to Berlin", "the budget review", "Italian wine", "a new laptop",
+           "hiking boots", "the team offsite", "dark chocolate", "a yoga class", "the insurance renewal", "black coffee"]
+WHEN = ["last week", "yesterday", "every Monday", "in March", "for the holidays", "this morning", "twice a month", ""]
+QUERIES = ["What colours does the user like?", "When is the dentist appointment?", "What drinks does the user enjoy?",
+           "Any travel plans?", "What food should I avoid?", "What did the manager schedule?",
+           "Tell me about concerts", "Which shoes were bought?"]
+
+
+def sentences(n: int, rng: random.Random) -> list[str]:
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(WHEN)}".strip()
+            + f" (note {i})" for i in range(n)]
+
+
+class TableEmbedder:
+    """Returns precomputed query vectors: recall timed without the embedding model."""
+
+    def __init__(self, model_id: str, table: dict[str, np.ndarray], dimension: int) -> None:
+        self.model_id, self._table, self.dimension = model_id, table, dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._table[t].tolist() for t in texts]
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q)) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    args = parser.parse_args()
+    rng = random.Random(7)
+    try:
+        real = polymem.OnnxEmbedder()
+        embed_name = "onnxruntime int8 (fast path)"
+    except polymem.PolymemError:
+        real = polymem.SentenceTransformerEmbedder()
+        embed_name = "sentence-transformers (torch); run `polymem model export` for the fast path"
+    model_id, dim = real.model_id, real.dimension
+    base_texts = sentences(3000, rng)
+    base = np.array(real.embed(base_texts), dtype=np.float32)
+    table = {q: np.array(v, dtype=np.float32) for q, v in zip(QUERIES, real.embed(QUERIES))}
+    fast = TableEmbedder(model_id, table, dim)
+    rows = []
+    for size in args.sizes:
+        texts = sentences(size, rng)
+        noise = np.random.default_rng(size).normal(0, 0.04, (size, dim)).astype(np.float32)
+        vectors = base[np.arange(size) % len(base)] + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        for users in (1, 100):
+            with tempfile.TemporaryDirectory() as tmp:
+                url = f"sqlite:///{Path(tmp) / 'bench.db'}"
+                mem = polymem.open(url, embedder=fast)
+                # batched import
+                t0 = time.perf_counter()
+                chunk = 5000
+                for start in range(0, size, chunk):
+                    for u in range(users):
+                        idx = [i for i in range(start, min(size, start + chunk)) if i % users == u]
+                        if idx:
+                            mem.save_many([MemoryDraft(texts[i], category="fact") for i in idx], user_id=f"u{u}",
+                                          vectors=vectors[idx])
+                import_rate = size / (time.perf_counter() - t0)
+                # single saves with precomputed vectors
+                n_single = 1000
+                extra = np.random.default_rng(1).normal(0, 1, (n_single, dim)).astype(np.float32)
+                t0 = time.perf_counter()
+                for i in range(n_single):
+                    mem.save(f"single save {i} likes tea", user_id=f"u{i % users}", vector=extra[i])
+                save_rate = n_single / (time.perf_counter() - t0)
+                # recall, excluding the embedding
+                mem.recall(QUERIES[0], user_id="u0")  # load the vector cache
+                lat = []
+                for i in range(args.queries):
+                    q = QUERIES[i % len(QUERIES)]
+                    t0 = time.perf_counter()
+                    mem.recall(q, user_id=f"u{i % users}", top_k=10)
+                    lat.append(time.perf_counter() - t0)
+                mem.close()
+                mem = polymem.open(url, embedder=real)
+                mem.recall(QUERIES[0], user_id="u0")
+                lat_e = []
+                for i in range(args.queries):
+                    q = QUERIES[i % len(QUERIES)] + f" {i}"
+                    t0 = time.perf_counter()
+                    mem.recall(q, user_id=f"u{i % users}", top_k=10)
+                    lat_e.append(time.perf_counter() - t0)
+                mem.close()
+                size_mb = sum(f.stat().st_size for f in Path(tmp).iterdir()) / 1e6
+            rows.append((size, users, save_rate, import_rate, percentile(lat, 50), percentile(lat, 99),
+                         percentile(lat_e, 50), percentile(lat_e, 99), size_mb))
+            print(f"done {size} x {users} users", flush=True)
+    header = ("| memories | users | single saves/s | batched import/s | recall p50 ms | recall p99 ms "
+              "| recall+embed p50 ms | recall+embed p99 ms | file MB |\n|---|---|---|---|---|---|---|---|---|")
+    lines = [f"| {s:,} | {u} | {a:,.0f} | {b:,.0f} | {c:.2f} | {d:.2f} | {e:.2f} | {f:.2f} | {g:.0f} |"
+             for s, u, a, b, c, d, e, f, g in rows]
+    table_text = "\n".join([header, *lines])
+    print(table_text)
+    if not args.no_record:
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
+            out.write(f"\n## Core (bench/bench_core.py) — {stamp}\n\nMachine: {machine}. Query embedder: {embed_name}. "
+                      f"{args.queries} queries per row, top_k=10, scoped to one user. polymem {polymem.__version__}.\n\n"
+                      f"{table_text}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -104,3 +104,25 @@ def test_closed_flag() -> None:
     assert not mem.closed
     mem.close()
     assert mem.closed
+
+
+async def test_async_store_awaits_a_plug_ins_async_twin() -> None:
+    calls = []
+
+    class Extractor:
+        def extract(self, messages):  # type: ignore[no-untyped-def]
+            calls.append("sync")
+            return []
+
+        async def aextract(self, messages):  # type: ignore[no-untyped-def]
+            calls.append("async")
+            return [polymem.MemoryDraft("I like blue", category="preference")]
+
+    mem = polymem.open_async("memory://", embedder=None, extractor=Extractor())
+    saved = await mem.ingest([polymem.Message("user", "I like blue")], user_id="a")
+    assert calls == ["async"] and [r.content for r in saved] == ["I like blue"]
+    await mem.close()
+
+
+def test_default_embedder_is_loaded_once_per_process() -> None:
+    assert polymem.default_embedder() is polymem.default_embedder()

@@ -226,9 +226,20 @@ class HttpEmbedder:
         return [list(map(float, row["embedding"])) for row in rows]
 
 
+_DEFAULT: dict[str, Embedder | None] = {}
+
+
 def default_embedder() -> Embedder | None:
     """The embedder `open()` uses by default: the exported ONNX model if built,
-    else the local torch model if installed, else None (lexical only, logged)."""
+    else the local torch model if installed, else None (lexical only, logged).
+    One instance per process and choice: every store opened shares the loaded model."""
+    key = f"{os.environ.get('POLYMEM_EMBEDDER', 'auto').lower()}|{onnx_model_dir()}"
+    if key not in _DEFAULT:
+        _DEFAULT[key] = _choose_default()
+    return _DEFAULT[key]
+
+
+def _choose_default() -> Embedder | None:
     choice = os.environ.get("POLYMEM_EMBEDDER", "auto").lower()
     if choice in ("none", "lexical"):
         return None

@@ -247,10 +247,13 @@ class Engine:
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
-               query_vector: Sequence[float] | None = None) -> Plan:
+               query_vector: Sequence[float] | None = None, min_relevance: float | None = None) -> Plan:
         query = self._content(query, "query")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
+        if min_relevance is not None and (isinstance(min_relevance, bool) or not isinstance(min_relevance, (int, float))
+                                          or not 0.0 <= min_relevance <= 1.0):
+            raise InvalidInput(f"min_relevance must be in [0, 1], got {min_relevance!r}")
         from ._filters import compile_filter
 
         compile_filter(filter)  # validate before any work
@@ -272,7 +275,10 @@ class Engine:
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                 tuple(query_terms(query)), now, max(CANDIDATES, top_k))
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=vector is not None)[:top_k]
+        hits = self.rank(candidates, now, vector_mode=vector is not None)
+        if min_relevance is not None:
+            hits = [h for h in hits if h.relevance >= min_relevance]
+        hits = hits[:top_k]
         missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
         if missing:
             records = {r.memory_id: r for r in (yield _backend("get", self.namespace, missing))}

@@ -221,13 +221,15 @@ class Memory(_Base):
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
-               query_vector: Sequence[float] | None = None) -> builtins.list[RecallHit]:
+               query_vector: Sequence[float] | None = None,
+               min_relevance: float | None = None) -> builtins.list[RecallHit]:
         """The memories most relevant to `query`, best first (hybrid search × live score).
 
-        `query_vector` replaces the query's embedding (same model and dimension as the store's)."""
+        `query_vector` replaces the query's embedding (same model and dimension as the store's);
+        `min_relevance` drops hits less relevant than that, whatever their live score."""
         return self._run(self._engine.recall(  # type: ignore[no-any-return]
             query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
-            query_vector=query_vector))
+            query_vector=query_vector, min_relevance=min_relevance))
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The current version of a memory, or None."""
@@ -396,6 +398,9 @@ class AsyncMemory(_Base):
             error = None
             try:
                 target = self._target(op)
+                if op.target == "call":  # a plug-in's async twin (aextract, asummarize…) runs on this loop
+                    twin = getattr(getattr(target, "__self__", None), "a" + getattr(target, "__name__", ""), None)
+                    target = twin if inspect.iscoroutinefunction(twin) else target
                 if inspect.iscoroutinefunction(target):
                     send = await target(*op.args, **op.kwargs)
                 else:
@@ -422,10 +427,11 @@ class AsyncMemory(_Base):
 
     async def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                      category: str | None = None, filter: dict[str, Any] | None = None,
-                     query_vector: Sequence[float] | None = None) -> builtins.list[RecallHit]:
+                     query_vector: Sequence[float] | None = None,
+                     min_relevance: float | None = None) -> builtins.list[RecallHit]:
         return await self._run(self._engine.recall(  # type: ignore[no-any-return]
             query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
-            query_vector=query_vector))
+            query_vector=query_vector, min_relevance=min_relevance))
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         return await self._run(self._engine.get(memory_id))  # type: ignore[no-any-return]

@@ -59,11 +59,16 @@ class MemoryRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict with ISO-8601 times (the wire and snapshot form)."""
-        data = dataclasses.asdict(self)
-        for key in ("created_at", "updated_at", "last_accessed_at", "expire_at"):
-            data[key] = to_iso(data[key])
-        data["entities"] = list(self.entities)
-        return data
+        # Built by hand: dataclasses.asdict deep-copies, and this runs once per stored version.
+        return {
+            "memory_id": self.memory_id, "content": self.content, "category": self.category, "source": self.source,
+            "importance": self.importance, "user_id": self.user_id, "agent_id": self.agent_id,
+            "session_id": self.session_id, "namespace": self.namespace, "created_at": to_iso(self.created_at),
+            "updated_at": to_iso(self.updated_at), "last_accessed_at": to_iso(self.last_accessed_at),
+            "access_count": self.access_count, "expire_at": to_iso(self.expire_at),
+            "embedding_model": self.embedding_model, "entities": list(self.entities),
+            "metadata": dict(self.metadata), "version": self.version, "status": self.status,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MemoryRecord:

@@ -150,6 +150,15 @@ def _record_values(record: MemoryRecord) -> tuple[Any, ...]:
     )
 
 
+def _dedupe_key(item: NewRecord) -> tuple[Any, ...]:
+    """Inserts with the same key are the same write: by idempotency key if given, else by
+    content hash within (namespace, user, agent)."""
+    rec = item.record
+    if item.idempotency_key is not None:
+        return (rec.namespace, "key", item.idempotency_key)
+    return (rec.namespace, "hash", item.content_hash, rec.user_id, rec.agent_id)
+
+
 def _blob(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
 
@@ -307,40 +316,64 @@ class SQLiteBackend(Backend):
 
     # -- records ------------------------------------------------------------------------------
     def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        results: builtins.list[tuple[MemoryRecord, bool]] = []
         now_us = to_micros(now)
         with self._write() as conn:
             seq = self._next_seq(conn)
+            existing = self._existing(conn, items)
+            next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
+            results: builtins.list[tuple[MemoryRecord, bool]] = []
+            rows, fts, versions, touched = [], [], [], []
+            claimed: dict[tuple[Any, ...], MemoryRecord] = {}
             for item in items:
                 rec = item.record
-                existing = self._find_existing(conn, item)
-                if existing is not None:
-                    conn.execute("UPDATE memories SET last_accessed_at = ? WHERE memory_id = ?", (now_us, existing.memory_id))
-                    results.append((existing.replace(last_accessed_at=now), False))
+                key = _dedupe_key(item)
+                found = existing.get(key) or claimed.get(key)
+                if found is not None:
+                    touched.append((now_us, found.memory_id))
+                    results.append((found.replace(last_accessed_at=now), False))
                     continue
-                cursor = conn.execute(
-                    f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
-                    f"VALUES ({', '.join('?' * 23)})",
-                    (*_record_values(rec), item.content_hash, _blob(item.vector), item.idempotency_key, seq),
-                )
-                conn.execute("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)",
-                             (cursor.lastrowid, fts_body(rec.namespace, rec.user_id, item.terms)))
-                self._write_version(conn, rec)
+                claimed[key] = rec
+                rows.append((next_rowid, *_record_values(rec), item.content_hash, _blob(item.vector),
+                             item.idempotency_key, seq))
+                fts.append((next_rowid, fts_body(rec.namespace, rec.user_id, item.terms)))
+                versions.append((rec.memory_id, rec.version, dumps(rec.to_dict())))
                 results.append((rec, True))
+                next_rowid += 1
+            conn.executemany(
+                f"INSERT INTO memories (rowid, {_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
+                f"VALUES ({', '.join('?' * 24)})", rows)
+            conn.executemany("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)", fts)
+            conn.executemany("INSERT INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)", versions)
+            conn.executemany("UPDATE memories SET last_accessed_at = ? WHERE memory_id = ?", touched)
         return results
 
-    def _find_existing(self, conn: sqlite3.Connection, item: NewRecord) -> MemoryRecord | None:
-        rec = item.record
-        if item.idempotency_key is not None:  # a key decides alone: two keys are two writes
-            found = self._fetch_records(conn, "m.namespace = ? AND m.idempotency_key = ?",
-                                        (rec.namespace, item.idempotency_key))
-            return found[0] if found else None
-        rows = conn.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM memories m INDEXED BY memories_hash WHERE "
-            "m.namespace = ? AND m.content_hash = ? AND m.user_id IS ? AND m.agent_id IS ? AND m.status = 'active'",
-            (rec.namespace, item.content_hash, rec.user_id, rec.agent_id),
-        ).fetchall()
-        return _row_to_record(rows[0]) if rows else None
+    def _existing(self, conn: sqlite3.Connection, items: Sequence[NewRecord]) -> dict[tuple[Any, ...], MemoryRecord]:
+        """Stored records that would make these inserts duplicates, by dedupe key."""
+        out: dict[tuple[Any, ...], MemoryRecord] = {}
+        by_namespace: dict[str, tuple[set[str], set[str]]] = {}
+        for item in items:
+            keys, hashes = by_namespace.setdefault(item.record.namespace, (set(), set()))
+            if item.idempotency_key is not None:
+                keys.add(item.idempotency_key)
+            else:
+                hashes.add(item.content_hash)
+        for namespace, (keys, hashes) in by_namespace.items():
+            for column, values, index in (("idempotency_key", sorted(keys), "memories_idempotency"),
+                                          ("content_hash", sorted(hashes), "memories_hash")):
+                for start in range(0, len(values), 500):
+                    chunk = values[start:start + 500]
+                    marks = ", ".join("?" for _ in chunk)
+                    status = "" if column == "idempotency_key" else " AND m.status = 'active'"
+                    rows = conn.execute(
+                        f"SELECT {_RECORD_COLUMNS}, m.content_hash, m.idempotency_key FROM memories m "
+                        f"INDEXED BY {index} WHERE m.namespace = ? AND m.{column} IN ({marks}){status}",
+                        (namespace, *chunk)).fetchall()
+                    for row in rows:
+                        record = _row_to_record(row[:19])
+                        key = ((namespace, "key", row[20]) if column == "idempotency_key"
+                               else (namespace, "hash", row[19], record.user_id, record.agent_id))
+                        out.setdefault(key, record)
+        return out
 
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         if not memory_ids:

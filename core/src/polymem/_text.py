@@ -20,7 +20,6 @@ _CJK = (
 )
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _CJK_RE = re.compile(rf"[{_CJK}]")
-_NUMBER_RE = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?\s*(?:%|[^\W\d_]{1,12}\b)?", re.UNICODE)
 
 STOPWORDS = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "know", "tell", "anything", "something", "any", "please", "user", "users", "s", "t", "don"]
@@ -93,19 +92,36 @@ def approx_token_count(text: str) -> int:
     return count + 1
 
 
+UNITS = frozenset(
+    """% k m b bn mn million millions billion billions thousand thousands hundred dozen percent pct
+    usd eur gbp cny rmb jpy chf cad aud dollar dollars euro euros pound pounds yuan yen cent cents
+    kg g mg lb lbs oz t ton tons tonne tonnes km m cm mm mi mile miles ft feet inch inches yd
+    l ml gal gallon gallons kwh wh w kw mw v a hz ghz mhz gb mb kb tb pb gib mib
+    ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks
+    month months year years yr yrs am pm c f °c °f x times people users items units""".split()
+)
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "cny", "￥": "cny"}
+_FIGURE_RE = re.compile(r"([$€£¥￥])?\s?([-+]?\d[\d,]*(?:\.\d+)?)\s*(%|°[cf]|[^\W\d_]{1,12})?", re.UNICODE)
+
+
 def numbers_with_units(text: str) -> set[str]:
-    """Every number in `text` with the unit word that follows it, normalised.
+    """Every figure in `text` as "value unit" (unit only when it is a known unit or a
+    currency), normalised: "12.5 million", "3,000 EUR" → "3000 eur", "$5" → "5 usd".
 
     Used to check that a summary kept every figure of what it replaces.
     """
     found: set[str] = set()
-    for match in _NUMBER_RE.finditer(text):
-        raw = match.group(0).strip()
-        number = re.match(r"[-+]?\d[\d,]*(?:\.\d+)?", raw)
-        if not number:
+    for match in _FIGURE_RE.finditer(text):
+        symbol, number, word = match.groups()
+        start = match.start(2)
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "."):
             continue
-        value = number.group(0).replace(",", "")
-        unit = raw[number.end():].strip().casefold()
+        value = number.replace(",", "")
+        unit = ""
+        if word is not None and (word.casefold() in UNITS or (word.isupper() and 2 <= len(word) <= 4)):
+            unit = word.casefold()
+        elif symbol:
+            unit = _CURRENCY[symbol]
         found.add(f"{value} {unit}".strip())
     return found
 

@@ -484,3 +484,11 @@ class MemoryConformance:
         call(ses.add("assistant", ""))
         assert call(ses.forget([first.message_id])) == 1
         assert [m.content for m in call(ses.transcript())] == [""]
+
+    def test_min_relevance_drops_weak_hits(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        call(mem.save("My favourite colour is blue", user_id="ann"))
+        strong = call(mem.recall("I like blue", user_id="ann", min_relevance=0.9))
+        assert [h.memory.content for h in strong] == ["I like blue"]
+        with pytest.raises(InvalidInput):
+            call(mem.recall("blue", user_id="ann", min_relevance=1.5))

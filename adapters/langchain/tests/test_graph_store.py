@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 
 import pytest
@@ -18,17 +17,8 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, InvalidNamespaceError
 
 import polymem
+from polymem.testing import FakeClock
 from polymem_langchain import PolymemStore
-
-
-class Clock:
-    """A settable store clock (aware UTC), for TTLs."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 1, 1, tzinfo=timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
@@ -131,13 +121,13 @@ def test_invalid_namespaces_are_refused_as_langgraph_does(store: PolymemStore, n
 
 
 def test_ttl_expires_items_in_minutes(db_url: str) -> None:
-    clock = Clock()
+    clock = FakeClock()
     with polymem.open(db_url, embedder=None, clock=clock) as mem:
         store = PolymemStore(mem, user_id="ann")
         assert store.supports_ttl
         store.put(("s",), "short", {"content": "short lived"}, ttl=5)
         store.put(("s",), "long", {"content": "long lived"})
-        clock.now += timedelta(minutes=6)
+        clock.advance(minutes=6)
         assert store.get(("s",), "short") is None
         assert [i.key for i in store.search(("s",))] == ["long"]
         assert store.list_namespaces() == [("s",)]
@@ -146,11 +136,11 @@ def test_ttl_expires_items_in_minutes(db_url: str) -> None:
 
 
 def test_default_ttl_from_the_ttl_config(db_url: str) -> None:
-    clock = Clock()
+    clock = FakeClock()
     with polymem.open(db_url, embedder=None, clock=clock) as mem:
         store = PolymemStore(mem, user_id="ann", ttl={"default_ttl": 1.0})
         store.put(("s",), "k", {"content": "ephemeral"})
-        clock.now += timedelta(minutes=2)
+        clock.advance(minutes=2)
         assert store.get(("s",), "k") is None
 
 
@@ -160,8 +150,6 @@ def test_users_have_separate_stores(mem: polymem.Memory) -> None:
     assert bob.get(("m",), "k") is None and bob.search(()) == [] and bob.list_namespaces() == []
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="core request: polymem merges equal text in one scope even when idempotency keys differ")
 def test_the_same_value_under_two_keys_stays_two_items(store: PolymemStore) -> None:
     store.put(("a",), "k1", {"content": "same text"})
     store.put(("b",), "k2", {"content": "same text"})

@@ -75,6 +75,13 @@ def test_ids_given_by_the_caller_are_kept_and_adding_again_updates(smem: polymem
     assert store.get_by_ids(["home"]) == []
 
 
+def test_documents_with_equal_text_and_their_own_ids_stay_apart(mem: polymem.Memory) -> None:
+    store = PolymemVectorStore(mem, user_id="ann")
+    store.add_documents([Document("same words", metadata={"n": 1}, id="a"),
+                         Document("same words", metadata={"n": 2}, id="b")])
+    assert sorted((d.id, d.metadata["n"]) for d in store.get_by_ids(["a", "b"])) == [("a", 1), ("b", 2)]
+
+
 def test_memories_from_other_frameworks_are_searchable_documents(smem: polymem.Memory) -> None:
     record = smem.save("Ann prefers tea over coffee", user_id="ann", category="preference")
     [doc] = PolymemVectorStore(smem, user_id="ann").similarity_search("hot drinks", k=1)

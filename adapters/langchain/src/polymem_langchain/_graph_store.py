@@ -112,7 +112,7 @@ class PolymemStore(BaseStore):
         return SearchItem(**fields, score=score) if cls is SearchItem else Item(**fields)
 
     def _now(self) -> datetime:
-        return self._bridge.sync.now()
+        return self._bridge.now()
 
     def _live(self, record: polymem.MemoryRecord) -> bool:
         return record.expire_at is None or record.expire_at > self._now()
@@ -130,10 +130,11 @@ class PolymemStore(BaseStore):
         return scope
 
     # -- plans -------------------------------------------------------------------------------
-    def _find(self, namespace: tuple[str, ...], key: str, *, expired: bool = False) -> Plan[polymem.MemoryRecord | None]:
-        found = yield call("list", user_id=self.user_id, limit=1, filter={
+    def _find(self, namespace: tuple[str, ...], key: str, *, stale: bool = False) -> Plan[polymem.MemoryRecord | None]:
+        """The item's memory: live and active, or (`stale=True`) also expired or archived."""
+        found = yield call("list", user_id=self.user_id, limit=1, status=None if stale else "active", filter={
             f"metadata.{LG_KEY}.namespace": _ns(namespace), f"metadata.{LG_KEY}.key": key})
-        return found[0] if found and (expired or self._live(found[0])) else None
+        return found[0] if found and (stale or self._live(found[0])) else None
 
     def _refresh(self, record: polymem.MemoryRecord, refresh: bool) -> Plan[None]:
         minutes = record.metadata[LG_KEY].get("ttl")
@@ -148,8 +149,8 @@ class PolymemStore(BaseStore):
         return self._item(record)  # type: ignore[no-any-return]
 
     def _put(self, op: PutOp) -> Plan[None]:
-        record = yield from self._find(op.namespace, op.key, expired=True)
-        if record is not None and (op.value is None or not self._live(record)):
+        record = yield from self._find(op.namespace, op.key, stale=True)
+        if record is not None and (op.value is None or not self._live(record) or record.status != "active"):
             yield call("delete", record.memory_id)
             record = None
         if op.value is None:
@@ -173,11 +174,9 @@ class PolymemStore(BaseStore):
                                category=self.category, source=self.source, metadata={LG_KEY: meta},
                                expire_at=expire_at,
                                idempotency_key=f"langgraph:{self.user_id}:{_ns(op.namespace)}:{op.key}")
-            if saved.metadata.get(LG_KEY) != meta:
-                raise ValueError(
-                    f"polymem merged item {op.namespace}/{op.key} into memory {saved.memory_id} that holds the "
-                    "same text in this user's scope; store distinct text, or use a polymem whose idempotency "
-                    "keys override content de-duplication")
+            if saved.metadata.get(LG_KEY) != meta:  # a polymem whose idempotency keys do not decide alone
+                raise ValueError(f"polymem merged item {op.namespace}/{op.key} into memory {saved.memory_id}, "
+                                 "which holds the same text; this polymem is too old for PolymemStore")
 
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         scope = self._scope_filter(op.namespace_prefix, op.filter)
@@ -245,4 +244,4 @@ def _can_set_expiry(bridge: Bridge) -> bool:
     """Whether this polymem's `update` takes `expire_at` (needed to refresh TTLs)."""
     import inspect
 
-    return "expire_at" in inspect.signature(bridge.sync.update).parameters
+    return "expire_at" in inspect.signature(bridge.store.update).parameters

@@ -52,14 +52,15 @@ class PolymemChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
         self.user_id = user_id
         self.agent_id = agent_id
+        self._converted: dict[str, BaseMessage] = {}
         self._session = SessionBridge(
             Bridge(store), session_id, user_id=user_id, agent_id=agent_id,
             max_tokens=max_tokens, ttl=ttl, overflow=overflow, keep_last=keep_last,
         )
 
     @property
-    def session(self) -> polymem.Session | polymem.AsyncSession:
-        """The underlying polymem session (async if the store is)."""
+    def session(self) -> Any:
+        """The underlying polymem session (`Session`, `AsyncSession`, or an HTTP client's)."""
         return self._session.native_async or self._session.sync
 
     @property
@@ -105,6 +106,13 @@ class PolymemChatMessageHistory(BaseChatMessageHistory):
         """Async `transcript`."""
         return [to_langchain(m) for m in await self._session.call("transcript")]
 
+    def _to_langchain(self, records: list[polymem.Message]) -> list[BaseMessage]:
+        """Convert a window, reusing what the previous read converted (stored messages never change)."""
+        cache = self._converted
+        out = [m if (m := cache.get(r.message_id)) is not None else to_langchain(r) for r in records]
+        self._converted = {r.message_id: m for r, m in zip(records, out)}
+        return out
+
     def _evict(self, message_ids: list[str]) -> None:
         if message_ids:
             self._session.sync.evict(message_ids)
@@ -130,13 +138,13 @@ class MessageWindow(list[BaseMessage]):
     def __init__(self, history: PolymemChatMessageHistory, records: Iterable[polymem.Message]) -> None:
         self._history = history
         self._records: list[polymem.Message] = list(records)
-        super().__init__(to_langchain(m) for m in self._records)
+        super().__init__(history._to_langchain(self._records))
 
     def _rewrite(self) -> None:
         session = self._history._session.sync
         session.replace(self._records)
         self._records = session.messages()  # ids change when the order did
-        super().__init__(to_langchain(m) for m in self._records)
+        super().__init__(self._history._to_langchain(self._records))
 
     def pop(self, index: SupportsIndex = -1) -> BaseMessage:
         """Remove and return a message; it leaves the session's window."""

@@ -61,7 +61,7 @@ class PolymemVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The store's embedder as LangChain `Embeddings` (None in lexical-only mode)."""
-        embedder = self._bridge.sync.embedder
+        embedder = getattr(self._bridge.store, "embedder", None)
         if embedder is None:
             return None
         return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
@@ -85,24 +85,24 @@ class PolymemVectorStore(VectorStore):
             raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
         category = kwargs.get("category", self.category)
         source = kwargs.get("source", self.source)
-        given: list[tuple[str | None, bool]] = []  # (the caller's id, saved as a new memory)
-        drafts: list[polymem.MemoryDraft] = []
+        out: list[str | None] = []
+        drafts: list[polymem.MemoryDraft] = []  # documents without ids: saved in one batch
         for n, text in enumerate(texts):
             doc_id = ids[n] if ids else None
             metadata = memory_metadata(metadatas[n] if metadatas else None, doc_id)
             existing = (yield from self._find(doc_id)) if doc_id else None
             if existing is not None:
                 yield call("update", existing.memory_id, content=text, metadata=metadata)
+            elif doc_id is not None:  # the key keeps documents with equal text apart
+                yield call("save", text, user_id=self.user_id, agent_id=self.agent_id, session_id=self.session_id,
+                           category=category, source=source, metadata=metadata,
+                           idempotency_key=f"langchain:{self.user_id}:{doc_id}")
             else:
                 drafts.append(polymem.MemoryDraft(text, category=category, source=source, metadata=metadata))
-            given.append((doc_id, existing is None))
+            out.append(doc_id)
         saved = iter((yield call("save_many", drafts, user_id=self.user_id, agent_id=self.agent_id,
                                  session_id=self.session_id)) if drafts else ())
-        out = []
-        for doc_id, new in given:
-            memory_id = next(saved).memory_id if new else None
-            out.append(doc_id or memory_id)
-        return out  # type: ignore[return-value]
+        return [doc_id if doc_id is not None else next(saved).memory_id for doc_id in out]
 
     def _delete(self, ids: list[str] | None) -> Plan[bool]:
         if ids is None:

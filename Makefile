@@ -2,16 +2,16 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-ADAPTERS := $(sort $(dir $(wildcard adapters/*/pyproject.toml)))
+ADAPTERS := $(patsubst %/pyproject.toml,%,$(wildcard adapters/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck bench clean
+.PHONY: install demo test test-matrix lint typecheck bench clean
 
-$(STAMP): requirements-dev.txt core/pyproject.toml $(wildcard adapters/*/pyproject.toml)
+$(STAMP): requirements-dev.txt core/pyproject.toml compat_matrix.yaml $(wildcard adapters/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q -e "core[all]" $(foreach a,$(ADAPTERS),-e $(a))
+	$(PY) -m pip install -q -e "core[all]" $(foreach a,$(ADAPTERS),-e "$(a)[test]") $$($(PY) scripts/compat.py pins latest)
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
@@ -21,9 +21,12 @@ demo: install
 	$(PY) examples/demo.py
 
 test: install
-	$(VENV)/bin/ruff check core/src tests
+	$(VENV)/bin/ruff check core/src tests scripts bench
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 --dist loadfile
+
+test-matrix: install
+	$(PY) scripts/compat.py run
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -32,7 +35,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 bench: install
-	$(PY) bench/bench_core.py
+	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-matrix .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,13 @@
+"""The benchmark scripts still run (tiny sizes; the real runs are `make bench`)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_core_benchmark_runs_on_a_tiny_store() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_core.py"), "--sizes", "300", "--queries", "5",
+                          "--no-record"], capture_output=True, text=True, check=True, timeout=600).stdout
+    assert "| 300 | 1 |" in out and "| 300 | 100 |" in out

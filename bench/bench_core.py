@@ -70,7 +70,7 @@ def main() -> None:
         real = polymem.SentenceTransformerEmbedder()
         embed_name = "sentence-transformers (torch); run `polymem model export` for the fast path"
     model_id, dim = real.model_id, real.dimension
-    base_texts = sentences(3000, rng)
+    base_texts = sentences(min(3000, max(args.sizes)), rng)
     base = np.array(real.embed(base_texts), dtype=np.float32)
     table = {q: np.array(v, dtype=np.float32) for q, v in zip(QUERIES, real.embed(QUERIES))}
     fast = TableEmbedder(model_id, table, dim)

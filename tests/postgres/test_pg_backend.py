@@ -110,7 +110,7 @@ def test_scoped_recall_returns_the_full_exact_top_k_with_hnsw_present(pg_url: st
             q = rng.normal(size=dim).astype(np.float32)
             q /= np.linalg.norm(q)
             req = SearchRequest("default", f"u{u}", None, None, None, q, "m", (), now, 10)
-            got = [c.record.memory_id for c in backend.search(req)]
+            got = [c.id for c in backend.search(req)]
             mine = [(mid, float(v @ q)) for mid, (uid, v) in vectors.items() if uid == f"u{u}"]
             exact = [mid for mid, _ in sorted(mine, key=lambda x: -x[1])[:10]]
             assert len(got) == 10 and set(got) == set(exact)
@@ -118,7 +118,7 @@ def test_scoped_recall_returns_the_full_exact_top_k_with_hnsw_present(pg_url: st
         q = rng.normal(size=dim).astype(np.float32)
         q /= np.linalg.norm(q)
         req = SearchRequest("default", None, None, None, None, q, "m", (), now, 10)
-        got = {c.record.memory_id for c in backend.search(req)}
+        got = {c.id for c in backend.search(req)}
         exact = {mid for mid, _ in sorted(((m, float(v @ q)) for m, (_, v) in vectors.items()), key=lambda x: -x[1])[:10]}
         assert len(got) == 10 and len(got & exact) >= 8
     finally:

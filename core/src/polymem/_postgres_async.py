@@ -32,6 +32,7 @@ from ._postgres import (
     retryable,
     run_plan_async,
     run_plan_sync,
+    session_settings,
     split_url,
     vector_dumper,
 )
@@ -44,7 +45,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class AsyncPostgresBackend(Backend):
+class AsyncPostgresBackend:
     """PostgreSQL + pgvector with coroutine methods over `psycopg_pool.AsyncConnectionPool`.
 
     `stats`, `flush`, `session_list`, `session_delete` and `close` are also callable
@@ -84,7 +85,7 @@ class AsyncPostgresBackend(Backend):
 
         async def configure(conn: Any) -> None:
             conn.adapters.register_dumper(np.ndarray, self._dumper)
-            await conn.execute("SET TIME ZONE 'UTC'")
+            await conn.execute(session_settings(self.plans))
 
         if self._opening is None:
             self._opening = asyncio.Lock()
@@ -106,6 +107,8 @@ class AsyncPostgresBackend(Backend):
                 raise StoreClosedError("the store is closed")
             async with pool.connection() as conn:
                 try:
+                    if plan.__name__ in Plans.READS:
+                        return await run_plan_async(conn, plan(*args))
                     async with conn.transaction():
                         return await run_plan_async(conn, plan(*args))
                 except Exception as exc:
@@ -237,6 +240,9 @@ class AsyncPostgresBackend(Backend):
     async def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
         return await self._call(self.plans.session_evict, namespace, session_id, message_ids)  # type: ignore[no-any-return]
 
+    async def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return await self._call(self.plans.session_forget, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+
     async def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
         await self._call(self.plans.session_set_summary, namespace, session_id, summary)
 
@@ -296,3 +302,7 @@ class AsyncPostgresBackend(Backend):
             loop.run_until_complete(self.aclose())
         else:
             self._closed = True
+
+
+# The contract's names, as coroutines: a Backend for `AsyncMemory` (which awaits them natively).
+Backend.register(AsyncPostgresBackend)

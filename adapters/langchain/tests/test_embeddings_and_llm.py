@@ -71,6 +71,13 @@ def test_the_extractor_turns_the_models_answer_into_memories(db_url: str) -> Non
     assert saved[0].importance == 0.9
 
 
+async def test_an_async_store_distils_with_the_models_async_call(db_url: str) -> None:
+    extractor = ChatModelExtractor(FakeListChatModel(responses=[EXTRACTION]))
+    async with polymem.open_async(db_url, embedder=None, extractor=extractor) as amem:
+        saved = await amem.ingest([to_polymem(HumanMessage("I'm allergic to penicillin."))], user_id="ann")
+    assert [r.content for r in saved] == ["Ann is allergic to penicillin", "Ann prefers morning appointments"]
+
+
 def test_the_extractor_saves_nothing_when_the_model_finds_nothing(mem: polymem.Memory) -> None:
     extractor = ChatModelExtractor(FakeListChatModel(responses=['{"memories": []}']))
     assert extractor.extract([to_polymem(HumanMessage("hi"))]) == []

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import pytest
 from langchain_classic.memory import ConversationSummaryBufferMemory
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import AIMessage, HumanMessage
 
 import polymem
-from polymem.client import open_http_async
+from polymem.client import AsyncHttpMemory, open_http_async
 from polymem_langchain import PolymemChatMessageHistory, PolymemRetriever, PolymemStore, PolymemVectorStore
 
 from .test_convert import EVERY_KIND
@@ -54,5 +56,17 @@ async def test_async_client_is_awaited_natively_and_has_a_sync_twin(service: Any
         store = PolymemStore(client, user_id="ann")
         await store.aput(("m",), "k", {"content": "async remote item"})
         assert (await store.aget(("m",), "k")).value == {"content": "async remote item"}
+    finally:
+        await client.close()
+
+
+async def test_an_async_client_without_a_sync_twin_says_to_use_the_async_methods(service: Any) -> None:
+    client = AsyncHttpMemory(service.url, service.token, transport=httpx.AsyncHTTPTransport())
+    try:
+        history = PolymemChatMessageHistory(client, "s", user_id="ann")
+        await history.aadd_messages([HumanMessage("async only")])
+        assert [m.content for m in await history.aget_messages()] == ["async only"]
+        with pytest.raises(TypeError, match="async methods"):
+            history.messages  # noqa: B018
     finally:
         await client.close()

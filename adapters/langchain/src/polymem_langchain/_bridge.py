@@ -32,6 +32,8 @@ def _is_store(value: Any) -> bool:
 def _sync_twin(store: Any) -> Any:
     """A synchronous store on the same data as async `store`, or None when there is none."""
     if isinstance(store, polymem.AsyncMemory):
+        if inspect.iscoroutinefunction(getattr(store.backend, "session_messages", None)):
+            return None  # a natively async backend cannot be driven synchronously
         return polymem.Memory(store.backend, store.engine)
     try:
         from polymem.client import AsyncHttpMemory, HttpMemory

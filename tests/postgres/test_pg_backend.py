@@ -302,3 +302,48 @@ def test_snapshot_round_trip_sqlite_to_postgres_and_back_is_exact(pg_url: str, t
     finally:
         for m in (sqlite, pg, back):
             m.close()
+
+
+def _rows(n: int, start: int = 0, dim: int = 16) -> list[dict[str, Any]]:
+    from polymem._text import content_hash, terms
+
+    rng = np.random.default_rng(start)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    out = []
+    for i in range(start, start + n):
+        v = rng.normal(size=dim).astype(np.float32)
+        rec = polymem.MemoryRecord(memory_id=f"b-{i}", content=f"bulk memory {i}", user_id=f"u{i % 3}",
+                                   created_at=now, updated_at=now, embedding_model="bulk", namespace="default",
+                                   category="fact", source="import", importance=0.5, agent_id=None, session_id=None)
+        out.append({"record": rec, "versions": [rec.to_dict()], "vector": v / np.linalg.norm(v),
+                    "idempotency_key": None, "content_hash": content_hash(rec.content), "terms": terms(rec.content)})
+    return out
+
+
+def test_bulk_loads_build_the_hnsw_index_once_after_the_load(pg_url: str) -> None:
+    import psycopg
+
+    from polymem._postgres import PostgresBackend, index_name
+
+    backend = PostgresBackend(pg_url)
+    backend.plans.bulk_rows = 50  # an import this large drops and rebuilds the index in its transaction
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def has_index() -> bool:
+        with psycopg.connect(backend.conninfo) as conn:
+            return conn.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                                (index_name("bulk"),)).fetchone() is not None
+
+    try:
+        assert backend.import_rows("default", _rows(10), [], now).imported == 10 and has_index()
+        report = backend.import_rows("default", _rows(60, 10) + _rows(5), [], now)
+        assert (report.imported, report.duplicates) == (60, 5) and has_index()
+        batches = [_rows(40, 100), _rows(40, 140), _rows(3)]
+        report = backend.bulk_import("default", batches, now)
+        assert (report.imported, report.duplicates) == (80, 3) and has_index()
+        assert backend.stats("default")["memories"] == 150
+        hits = backend.search(SearchRequest("default", None, None, None, None, batches[0][20]["vector"], "bulk",
+                                            (), now, 5))
+        assert "b-120" in {c.id for c in hits}
+    finally:
+        backend.close()

@@ -848,7 +848,7 @@ def split_url(url: str) -> tuple[str, str, dict[str, str]]:
     parts = urlsplit(url)
     scheme = "postgresql"
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    options = {k: query.pop(k) for k in list(query) if k.startswith("pool_") or k == "ef_search"}
+    options = {k: query.pop(k) for k in list(query) if k.startswith("pool_") or k in ("ef_search", "namespace")}
     conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
     netloc = parts.netloc
     if "@" in netloc:

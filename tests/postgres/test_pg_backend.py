@@ -347,3 +347,33 @@ def test_bulk_loads_build_the_hnsw_index_once_after_the_load(pg_url: str) -> Non
         assert "b-120" in {c.id for c in hits}
     finally:
         backend.close()
+
+
+def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
+    """Reinforcement touches no indexed column and pages keep 20% free: the row version stays
+    on its page (a HOT update), so no index (HNSW, GIN) is written on the read path's behalf."""
+    import psycopg
+
+    from polymem._postgres import PostgresBackend
+
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        backend.import_rows("default", _rows(300), [], now)
+
+        def pages() -> dict[str, str]:
+            with psycopg.connect(backend.conninfo) as conn:
+                return {r[0]: r[1] for r in conn.execute(
+                    "SELECT memory_id, (ctid::text::point)[0]::text FROM polymem_memories").fetchall()}
+
+        before = pages()
+        ids = [f"b-{i}" for i in range(0, 300, 7)]
+        backend.reinforce("default", [(i, 0.05) for i in ids], now)
+        backend.flush()
+        after = pages()
+        assert all(after[i] == before[i] for i in ids)
+        with psycopg.connect(backend.conninfo) as conn:
+            assert conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'polymem_memories'").fetchone()[0] == [
+                "fillfactor=80"]
+    finally:
+        backend.close()

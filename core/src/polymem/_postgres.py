@@ -128,6 +128,11 @@ MIGRATIONS: builtins.list[str] = [
     );
     CREATE INDEX polymem_session_messages_session ON polymem_session_messages (namespace, session_id, id);
     """,
+    # 3: room on each page, so recall bookkeeping (access count, last access, importance: no
+    # indexed column) updates rows in place (HOT) instead of inserting into every index, HNSW included
+    """
+    ALTER TABLE polymem_memories SET (fillfactor = 80);
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

@@ -149,7 +149,6 @@ async def test_records_are_scoped_to_the_stores_user(sk_store):
     assert sk_store.list(user_id="ann")[0].content == "Ann's secret"
 
 
-@pytest.mark.xfail(strict=True, reason="core request: a keyed save must not be merged by content hash")
 async def test_the_same_text_under_two_keys_stays_two_records(sk_store):
     storage = PolymemMemoryStore(sk_store)
     await storage.create_collection("c")

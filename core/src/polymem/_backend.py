@@ -163,6 +163,10 @@ class Backend(ABC):
     @abstractmethod
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
 
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        """The stored vectors of `model_id` for these memories (missing ones left out)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read vectors back")
+
     def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
         """Delete messages from the transcript itself (not just the window)."""
         raise NotImplementedError(f"{type(self).__name__} cannot delete single messages")

@@ -203,9 +203,13 @@ class Engine:
         return records[0]
 
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
-                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None) -> Plan:
+                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
+                  idempotency_keys: Sequence[str | None] | None = None) -> Plan:
+        keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(drafts)
+        if len(keys) != len(drafts):
+            raise InvalidInput("give one idempotency key (or None) per memory")
         return (yield from self._save_drafts(list(drafts), user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                             expire_at=None, idempotency_keys=[None] * len(drafts), vectors=vectors))
+                                             expire_at=None, idempotency_keys=keys, vectors=vectors))
 
     def _save_drafts(self, drafts: builtins.list[MemoryDraft], *, user_id: str | None, agent_id: str | None,
                      session_id: str | None, expire_at: datetime | None, idempotency_keys: Sequence[str | None],
@@ -243,6 +247,8 @@ class Engine:
              offset: int = 0) -> Plan:
         if not isinstance(limit, int) or not 1 <= limit <= 10_000 or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("limit must be in [1, 10000] and offset >= 0")
+        if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
+            filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
         return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
@@ -290,6 +296,31 @@ class Engine:
             yield _backend("reinforce", self.namespace, bonuses, now)
         return hits
 
+    def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
+                top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
+        """Plain nearest neighbours by cosine: no full text, no live score, no reinforcement."""
+        if self.embedder is None:
+            raise InvalidInput("nearest() needs a store with an embedder (vectors are of its model)")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
+        from ._filters import compile_filter
+
+        compile_filter(filter)
+        query = as_matrix([vector], self.embedder.dimension)[0]
+        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query, self.embedder.model_id,
+                                (), self.clock(), top_k)
+        candidates = [c for c in (yield _backend("search", request)) if c.similarity is not None]
+        candidates.sort(key=lambda c: -(c.similarity or 0.0))
+        candidates = candidates[:top_k]
+        records = {r.memory_id: r for r in (yield _backend("get", self.namespace, [c.id for c in candidates]))}
+        return [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
+
+    def vectors(self, memory_ids: Sequence[str]) -> Plan:
+        if self.embedder is None:
+            return {}
+        found = yield _backend("vectors", self.namespace, list(memory_ids), self.embedder.model_id)
+        return {k: [float(x) for x in v] for k, v in found.items()}
+
     def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool) -> builtins.list[RecallHit]:
         """Admit relevant candidates, blend relevance with the live score, order by score."""
         policy = self.scoring
@@ -319,7 +350,7 @@ class Engine:
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                importance: float | None = None, metadata: dict[str, Any] | None = None,
                expected_version: int | None = None, status: str | None = None,
-               entities: Sequence[str] | None = None) -> Plan:
+               entities: Sequence[str] | None = None, expire_at: datetime | None = None) -> Plan:
         self._label(memory_id, "memory_id")
         changes: dict[str, Any] = {}
         if content is not None:
@@ -332,6 +363,8 @@ class Engine:
             changes["metadata"] = check_metadata(metadata)
         if entities is not None:
             changes["entities"] = tuple(entities)
+        if expire_at is not None:
+            changes["expire_at"] = require_aware(expire_at, "expire_at")
         if status is not None:
             if status not in ("active", "archived", "blocked"):
                 raise InvalidInput(f"status must be active, archived or blocked, not {status!r}")
@@ -339,7 +372,7 @@ class Engine:
         if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
             raise InvalidInput("expected_version must be an integer")
         if not changes:
-            raise InvalidInput("update needs at least one of content, category, importance, metadata")
+            raise InvalidInput("update needs at least one of content, category, importance, metadata, expire_at")
         vector, model_id, chash, new_terms = None, None, None, None
         if "content" in changes:
             chash, new_terms = content_hash(changes["content"]), terms(changes["content"])

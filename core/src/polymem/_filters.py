@@ -139,6 +139,8 @@ def _compile_one(field: str, op: str, value: Any, alias: str) -> tuple[str, list
         raise InvalidFilterError(f"{op} on {field} cannot compare with null")
     if op == "$ne":
         return (f"({column} IS NULL OR {column} != ?)", [scalar])
+    if field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
+        return (f"({column} IS NULL OR {column} {_SQL_OPS[op]} ?)", [scalar])
     return (f"{column} {_SQL_OPS[op]} ?", [scalar])
 
 

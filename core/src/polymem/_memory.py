@@ -214,10 +214,12 @@ class Memory(_Base):
             idempotency_key=idempotency_key, vector=vector))
 
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
-                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None) -> builtins.list[MemoryRecord]:
+                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
+                  idempotency_keys: Sequence[str | None] | None = None) -> builtins.list[MemoryRecord]:
         """Store many memories in one transaction (batched embedding)."""
         return self._run(self._engine.save_many(  # type: ignore[no-any-return]
-            drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors))
+            drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors,
+            idempotency_keys=idempotency_keys))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
@@ -230,6 +232,17 @@ class Memory(_Base):
         return self._run(self._engine.recall(  # type: ignore[no-any-return]
             query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
             query_vector=query_vector, min_relevance=min_relevance))
+
+    def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
+                top_k: int = 10, category: str | None = None,
+                filter: dict[str, Any] | None = None) -> builtins.list[tuple[MemoryRecord, float]]:
+        """Plain nearest neighbours of a vector by cosine (no scoring, no reinforcement)."""
+        return self._run(self._engine.nearest(  # type: ignore[no-any-return]
+            vector, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter))
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        """The stored vectors (of the store's embedding model) of these memories."""
+        return self._run(self._engine.vectors(memory_ids))  # type: ignore[no-any-return]
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         """The current version of a memory, or None."""
@@ -245,11 +258,12 @@ class Memory(_Base):
 
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                importance: float | None = None, metadata: dict[str, Any] | None = None,
-               expected_version: int | None = None) -> MemoryRecord:
-        """Write a new version; `expected_version` makes it a compare-and-set."""
+               expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
+        """Write a new version; `expected_version` makes it a compare-and-set. Arguments left
+        None are unchanged (`expire_at` sets a new expiry)."""
         return self._run(self._engine.update(  # type: ignore[no-any-return]
             memory_id, content=content, category=category, importance=importance, metadata=metadata,
-            expected_version=expected_version))
+            expected_version=expected_version, expire_at=expire_at))
 
     def delete(self, memory_id: str) -> bool:
         """Remove a memory and its history; False if there was none."""
@@ -421,9 +435,11 @@ class AsyncMemory(_Base):
 
     async def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
                         session_id: str | None = None,
-                        vectors: Sequence[Sequence[float]] | None = None) -> builtins.list[MemoryRecord]:
+                        vectors: Sequence[Sequence[float]] | None = None,
+                        idempotency_keys: Sequence[str | None] | None = None) -> builtins.list[MemoryRecord]:
         return await self._run(self._engine.save_many(  # type: ignore[no-any-return]
-            drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors))
+            drafts, user_id=user_id, agent_id=agent_id, session_id=session_id, vectors=vectors,
+            idempotency_keys=idempotency_keys))
 
     async def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                      category: str | None = None, filter: dict[str, Any] | None = None,
@@ -432,6 +448,15 @@ class AsyncMemory(_Base):
         return await self._run(self._engine.recall(  # type: ignore[no-any-return]
             query, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter,
             query_vector=query_vector, min_relevance=min_relevance))
+
+    async def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
+                      top_k: int = 10, category: str | None = None,
+                      filter: dict[str, Any] | None = None) -> builtins.list[tuple[MemoryRecord, float]]:
+        return await self._run(self._engine.nearest(  # type: ignore[no-any-return]
+            vector, user_id=user_id, agent_id=agent_id, top_k=top_k, category=category, filter=filter))
+
+    async def vectors(self, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        return await self._run(self._engine.vectors(memory_ids))  # type: ignore[no-any-return]
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         return await self._run(self._engine.get(memory_id))  # type: ignore[no-any-return]
@@ -445,10 +470,10 @@ class AsyncMemory(_Base):
 
     async def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                      importance: float | None = None, metadata: dict[str, Any] | None = None,
-                     expected_version: int | None = None) -> MemoryRecord:
+                     expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
         return await self._run(self._engine.update(  # type: ignore[no-any-return]
             memory_id, content=content, category=category, importance=importance, metadata=metadata,
-            expected_version=expected_version))
+            expected_version=expected_version, expire_at=expire_at))
 
     async def delete(self, memory_id: str) -> bool:
         return await self._run(self._engine.delete(memory_id))  # type: ignore[no-any-return]
@@ -493,6 +518,10 @@ class AsyncMemory(_Base):
         if not self._closed:
             await asyncio.to_thread(self._backend.close)
             self._closed = True
+
+    def to_sync(self) -> Memory:
+        """A synchronous `Memory` over the same open store (for a framework's sync code path)."""
+        return Memory(self._backend, self._engine)
 
     async def __aenter__(self) -> AsyncMemory:
         return self

@@ -575,10 +575,13 @@ class SQLiteBackend(Backend):
             self._df_seq = seq
         out = {}
         for term in terms:
-            if term not in self._df_cache:
-                row = conn.execute("SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)).fetchone()
-                self._df_cache[term] = int(row[0]) if row else 0
-            out[term] = self._df_cache[term]
+            if term in self._df_cache:
+                out[term] = self._df_cache[term]
+                continue
+            row = conn.execute("SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)).fetchone()
+            out[term] = int(row[0]) if row else 0
+            if out[term] > MAX_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
+                self._df_cache[term] = out[term]
         return out
 
     def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int) -> dict[int, float]:
@@ -846,6 +849,16 @@ class SQLiteBackend(Backend):
                 f"UPDATE session_messages SET in_window = 0 WHERE namespace = ? AND session_id = ? AND in_window = 1 "
                 f"AND message_id IN ({marks})", (namespace, session_id, *message_ids))
             return cursor.rowcount
+
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        if not memory_ids:
+            return {}
+        marks = ", ".join("?" for _ in memory_ids)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT memory_id, vector FROM memories WHERE +namespace = ? AND memory_id IN ({marks}) "
+                "AND embedding_model = ? AND vector IS NOT NULL", (namespace, *memory_ids, model_id)).fetchall()
+        return {mid: np.frombuffer(blob, dtype=np.float32) for mid, blob in rows}
 
     def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
         if not message_ids:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
@@ -104,7 +105,8 @@ class PolymemMemoryStore(MemoryStoreBase):
         vectors = None
         if self._store.embedder is not None and all(record._embedding is not None for record in records):
             vectors = [np.asarray(record._embedding, dtype=float).reshape(-1).tolist() for record in records]
-        await _aio.call(self._store.save_many, drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors)
+        await _aio.call(self._store.save_many, drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors,
+                        idempotency_keys=[f"sk:{collection_name}:{key}:{uuid.uuid4()}" for key in keys])
         for record, key in zip(records, keys):
             record._key = key
         return keys
@@ -151,7 +153,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         """The `limit` records most similar to `embedding` (cosine), best first."""
         if not await self.does_collection_exist(collection_name):
             return []
-        hits = await _aio.call(self._search, collection_name, embedding, limit)
+        hits = await self._search(collection_name, embedding, limit)
         hits = [(memory, score) for memory, score in hits if score >= min_relevance_score]
         vectors = await self._vectors([m.memory_id for m, _ in hits]) if with_embeddings else {}
         return [(to_sk_record(memory, vectors.get(memory.memory_id)), score) for memory, score in hits]
@@ -212,42 +214,20 @@ class PolymemMemoryStore(MemoryStoreBase):
             return []
         return await self._records({COLLECTION_KEY: collection_name, KEY_KEY: {"$in": list(keys)}})
 
-    # Workarounds until the core has public vector operations (requested: a recall by vector
-    # and a vector read-back). They use the store's backend contract, never storage internals.
-    def _search(self, collection_name: str, embedding: np.ndarray, limit: int) -> list[tuple[Any, float]]:
-        from polymem._backend import SearchRequest
-        from polymem._embedders import as_matrix
-
-        embedder = self._store.embedder
-        if embedder is None:
+    async def _search(self, collection_name: str, embedding: np.ndarray, limit: int) -> list[tuple[Any, float]]:
+        if self._store.embedder is None:
             raise polymem.InvalidInput(
                 "PolymemMemoryStore needs a store with an embedder for nearest-match search "
                 "(e.g. polymem.open(url, embedder=SemanticKernelEmbedder(service)))"
             )
-        query = as_matrix([np.asarray(embedding, dtype=float).reshape(-1).tolist()], embedder.dimension)[0]
-        request = SearchRequest(
-            namespace=self._store.namespace,
-            user_id=self._user_id,
-            agent_id=self._agent_id,
-            category=None,
-            filter={f"metadata.{COLLECTION_KEY}": collection_name},
-            query_vector=query,
-            model_id=embedder.model_id,
-            terms=(),
-            now=self._store.now(),
-            limit=limit,
-        )
-        found = [(c.record, c.similarity) for c in self._store.backend.search(request) if c.similarity is not None]
-        return sorted(found, key=lambda pair: pair[1], reverse=True)[:limit]
+        vector = np.asarray(embedding, dtype=float).reshape(-1).tolist()
+        return await _aio.call(  # type: ignore[no-any-return]
+            self._store.nearest, vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
+            filter={f"metadata.{COLLECTION_KEY}": collection_name})
 
     async def _vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        if not memory_ids or self._store.embedder is None:
-            return {}
-        wanted = set(memory_ids)
-        rows = await _aio.call(
-            self._store.backend.active_with_vectors, self._store.namespace, self._store.embedder.model_id
-        )
-        return {record.memory_id: vector for record, vector in rows if record.memory_id in wanted and vector is not None}
+        found = await _aio.call(self._store.vectors, list(memory_ids)) if memory_ids else {}
+        return {k: np.asarray(v) for k, v in found.items()}
 
 
 def to_sk_record(memory: polymem.MemoryRecord, embedding: np.ndarray | None = None) -> MemoryRecord:

@@ -492,3 +492,31 @@ class MemoryConformance:
         assert [h.memory.content for h in strong] == ["I like blue"]
         with pytest.raises(InvalidInput):
             call(mem.recall("blue", user_id="ann", min_relevance=1.5))
+
+    def test_nearest_ranks_by_cosine_alone(self, mem: Any) -> None:
+        blue = call(mem.save("I like blue", user_id="ann", importance=0.0))
+        call(mem.save("I own a dog", user_id="ann", importance=1.0))
+        vector = mem.embedder.embed(["favourite colour"])[0]
+        found = call(mem.nearest(vector, user_id="ann", top_k=2))
+        assert [r.memory_id for r, _ in found][0] == blue.memory_id and found[0][1] > found[1][1]
+        stored = call(mem.vectors([blue.memory_id]))
+        assert len(stored[blue.memory_id]) == mem.embedder.dimension
+
+    def test_a_term_searched_before_it_was_stored_is_found_after(self, lexical: Any) -> None:
+        assert call(lexical.recall("What is my dog called?", user_id="ann")) == []
+        call(lexical.save("Remember my dog is called Rex", user_id="ann"))
+        assert [h.memory.content for h in call(lexical.recall("What is my dog called?", user_id="ann"))] == [
+            "Remember my dog is called Rex"]
+
+    def test_update_can_extend_an_expiry(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("Door code is 4512", user_id="ann", expire_at=clock.now + timedelta(hours=1)))
+        call(mem.update(rec.memory_id, expire_at=clock.now + timedelta(days=1)))
+        clock.advance(hours=2)
+        assert [h.memory.memory_id for h in call(mem.recall("door code", user_id="ann"))] == [rec.memory_id]
+
+    def test_list_leaves_out_expired_memories(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("Door code is 4512", user_id="ann", expire_at=clock.now + timedelta(hours=1)))
+        call(mem.save("I like blue", user_id="ann"))
+        clock.advance(hours=2)
+        assert [r.content for r in call(mem.list(user_id="ann"))] == ["I like blue"]
+        assert len(call(mem.list(user_id="ann", status=None))) == 2

@@ -236,19 +236,43 @@ def export_cmd(path: str, user_id: str | None, url: str | None, namespace: str) 
 
 @main.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--from", "source_format", default="polymem-snapshot", show_default=True,
+              help="What PATH is: polymem-snapshot, llamaindex-simple-chat-store, langchain-json, langchain-sql, "
+                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, mem0.")
+@click.option("--user", "user_id", default=None,
+              help="Who the imported memories are about (chat stores keyed by user/session default to the key).")
+@click.option("--agent", "agent_id", default=None, help="Tag what is imported with this agent.")
+@click.option("--session", "session_id", default=None,
+              help="Session id for one-conversation formats (default: the file name); for langchain-sql, "
+                   "only this session.")
+@click.option("--table", default="message_store", show_default=True, help="The SQL table of langchain-sql.")
+@click.option("--no-extract", is_flag=True,
+              help="Import conversations only; do not distil them into long-term memories.")
 @_url_option
 @_namespace_option
 @_embedder_option
 @_json_option
-def import_cmd(path: str, url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
-    """Import a JSONL snapshot (validated whole first; duplicates skipped)."""
-    with open(path, "rb") as stream:
-        total = max(0, sum(1 for _ in stream) - 2)
-    with _store(url, namespace, no_embedder) as mem, _progress(total, "import") as bar:
-        report = mem.import_snapshot(path, progress=bar.update)
+def import_cmd(path: str, source_format: str, user_id: str | None, agent_id: str | None, session_id: str | None,
+               table: str, no_extract: bool, url: str | None, namespace: str, no_embedder: bool,
+               as_json: bool) -> None:
+    """Import PATH: a JSONL snapshot (validated whole first), or what a framework persisted (--from).
+
+    Importing the same file twice adds nothing (duplicates are reported)."""
+    from .importers import FORMATS, import_file
+
+    if source_format not in FORMATS:
+        raise click.BadParameter(f"choose one of {', '.join(FORMATS)}", param_hint="--from")
+    total = None
+    if source_format == "polymem-snapshot":
+        with open(path, "rb") as stream:
+            total = max(0, sum(1 for _ in stream) - 2)
+    with _store(url, namespace, no_embedder) as mem, _progress(total, f"import {source_format}") as bar:
+        report = import_file(mem, source_format, path, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                             table=table, extract=not no_extract, progress=bar.update)
 
     def text() -> None:
-        click.echo(f"imported {report.imported}, duplicates {report.duplicates}, re-embedded {report.reembedded}, "
+        click.echo(f"imported {report.imported} ({report.messages} messages, {report.memories} memories), "
+                   f"duplicates {report.duplicates}, extracted {report.extracted}, re-embedded {report.reembedded}, "
                    f"sessions {report.sessions}")
         for item, reason in report.skipped:
             click.echo(f"skipped {item}: {reason}")

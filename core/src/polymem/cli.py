@@ -309,5 +309,15 @@ def model_export(target: str | None) -> None:
     click.echo(f"exported to {path}; new processes now embed on onnxruntime")
 
 
+def _add_service_commands() -> None:
+    from .server.cli import audit, serve, source, token
+
+    for command in (serve, token, audit, source):
+        main.add_command(command)
+
+
+_add_service_commands()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -99,8 +99,9 @@ def test_chinese_exact_words_are_found_by_the_lexical_path(answers: dict[str, An
 
 @pytest.mark.parametrize("framework", READERS)
 def test_chinese_semantic_recall_is_limited_by_the_english_embedder(answers: dict[str, Any], framework: str) -> None:
-    """all-MiniLM-L6-v2 is English-only: "有什么偏冷的色调建议?" shares no word with "我喜欢蓝色", so the
-    blue preference needs a multilingual embedder. Whatever is injected is still only A-zh's."""
+    """all-MiniLM-L6-v2 is English-only: it maps most Chinese characters to [UNK], so any Chinese text is
+    "similar" to any other and what comes back for "有什么偏冷的色调建议?" is not meaning; real recall of
+    "我喜欢蓝色" for it needs a multilingual embedder. Whatever is injected is still only A-zh's."""
     for query in ("你知道我什么?", "有什么偏冷的色调建议?"):
         injected = answers[framework][("A-zh", query)]
         assert all(line for line in injected) and "促销" not in text(injected)

@@ -18,6 +18,7 @@ $(STAMP): requirements-dev.txt core/pyproject.toml compat_matrix.yaml $(wildcard
 install: $(STAMP)
 
 demo: install
+	$(PY) examples/cross_framework.py
 	$(PY) examples/demo.py
 
 test: install

@@ -23,7 +23,7 @@ def test_every_route_declares_its_errors_with_the_error_schema(deploy: Any) -> N
             if path in ("/healthz", "/metrics"):
                 continue
             declared = set(op["responses"])
-            assert ERROR_STATUSES <= declared, (verb, path)
+            assert declared >= ERROR_STATUSES, (verb, path)
             if "requestBody" in op:
                 assert {"413", "422"} <= declared, (verb, path)
             for status in declared - {"200"}:

@@ -11,8 +11,9 @@ Each operation is written once, as a plan that yields HTTP requests; the sync
 and async clients only drive it (as the core drives its plans). Errors come
 back as the same `PolymemError` subclasses the embedded store raises (the JSON
 `code` picks the class). Retries happen only where they are safe: reads, and
-saves, which always carry an idempotency key (one is generated if you give
-none). The token is sent as a bearer token and never appears in `url`.
+saves (by idempotency key, or, without one, because the same content in the
+same scope is the same memory). The token is sent as a bearer token and never
+appears in `url`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import builtins
 import json
 import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -69,13 +69,16 @@ Plan = Generator[_Req, Any, Any]
 
 @dataclass(frozen=True)
 class RemoteEmbedder:
-    """What the server embeds with (`model_id`, `dimension`); embedding happens server-side."""
+    """The server's embedder (`model_id`, `dimension`); `embed()` asks the server (POST /v1/embed)."""
 
     model_id: str
     dimension: int
+    _embed: Any = field(default=None, repr=False, compare=False)
 
     def embed(self, texts: Sequence[str]) -> builtins.list[builtins.list[float]]:
-        raise PolymemError("the service embeds on the server; this client sends text, not vectors")
+        if self._embed is None:
+            raise PolymemError("this client cannot call the server synchronously; await a method first")
+        return self._embed(texts)  # type: ignore[no-any-return]
 
 
 class RecallResult(builtins.list):  # type: ignore[type-arg]
@@ -154,7 +157,8 @@ class _Plans:
     def _save(self, content: str, **fields: Any) -> Plan:
         if fields.get("vector") is not None:
             fields["vector"] = [float(x) for x in fields["vector"]]
-        fields["idempotency_key"] = fields.get("idempotency_key") or f"auto-{uuid.uuid4()}"
+        # Retrying is safe with or without a key: a keyless save of the same content in the same scope
+        # returns the memory already stored.
         data = yield _Req("POST", "/v1/memory/save", {"content": content, **fields}, retry=True)
         return MemoryRecord.from_dict(data)
 
@@ -172,13 +176,15 @@ class _Plans:
         return out
 
     def _recall(self, query: str, **fields: Any) -> Plan:
+        if fields.get("query_vector") is not None:
+            fields["query_vector"] = [float(x) for x in fields["query_vector"]]
         data = yield _Req("POST", "/v1/memory/recall", {"query": query, **fields}, retry=True)
         return RecallResult([_hit(h) for h in data["memories"]], data["withheld"])
 
     def _get(self, memory_id: str) -> Plan:
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidInput("memory_id must be a non-empty string")
-        data = yield _Req("GET", f"/v1/memory/{memory_id}", retry=True, missing_ok=True)
+        data = yield _Req("GET", f"/v1/memories/{memory_id}", retry=True, missing_ok=True)
         return None if data is None else MemoryRecord.from_dict(data)
 
     def _list(self, **fields: Any) -> Plan:
@@ -196,7 +202,7 @@ class _Plans:
     def _history(self, memory_id: str) -> Plan:
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidInput("memory_id must be a non-empty string")
-        data = yield _Req("GET", f"/v1/memory/{memory_id}/history", retry=True)
+        data = yield _Req("GET", f"/v1/memories/{memory_id}/history", retry=True)
         return [MemoryRecord.from_dict(r) for r in data["versions"]]
 
     def _ingest(self, messages: Sequence[Message], **scope: Any) -> Plan:
@@ -231,6 +237,16 @@ class _Plans:
     def _flush(self) -> Plan:
         yield _Req("POST", "/v1/memory/flush", retry=True)
 
+    def _nearest(self, vector: Sequence[float], **fields: Any) -> Plan:
+        data = yield _Req("POST", "/v1/memory/nearest", {"vector": [float(x) for x in vector], **fields}, retry=True)
+        return [(MemoryRecord.from_dict(n["memory"]), n["similarity"]) for n in data["neighbours"]]
+
+    def _vectors(self, memory_ids: Sequence[str]) -> Plan:
+        return (yield _Req("POST", "/v1/memory/vectors", {"memory_ids": list(memory_ids)}, retry=True))["vectors"]
+
+    def _embed(self, texts: Sequence[str]) -> Plan:
+        return (yield _Req("POST", "/v1/embed", {"texts": list(texts)}, retry=True))["vectors"]
+
     def _load_info(self) -> Plan:
         self._info = yield _Req("GET", "/v1/info", retry=True)
         return self._info
@@ -250,7 +266,7 @@ class _Plans:
 
     # -- working memory -----------------------------------------------------------------------
     def _session(self, op: str, spec: dict[str, Any], **extra: Any) -> Plan:
-        retry = op in ("messages", "transcript", "summary", "info", "evict", "clear", "delete")
+        retry = op in ("messages", "transcript", "summary", "info", "evict", "forget", "clear", "delete")
         return (yield _Req("POST", f"/v1/session/{op}", {"session": spec, **extra}, retry=retry))
 
     def _session_add(self, spec: dict[str, Any], messages: Sequence[Any]) -> Plan:
@@ -279,9 +295,13 @@ class _Plans:
         """The service URL (no token): `polymem.open(mem.url, token=…)` reconnects."""
         return self._url
 
-    def _embedder_from(self, info: dict[str, Any]) -> RemoteEmbedder | None:
+    def _embedder_from(self, info: dict[str, Any], embed: Any = None) -> RemoteEmbedder | None:
         model = info.get("embedding_model")
-        return None if model is None else RemoteEmbedder(model, int(info["dimension"]))
+        return None if model is None else RemoteEmbedder(model, int(info["dimension"]), embed)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed  # type: ignore[attr-defined,no-any-return]
 
 
 def _headers(token: str | None, namespace: str | None) -> dict[str, str]:
@@ -369,7 +389,7 @@ class HttpMemory(_Plans):
     @property
     def embedder(self) -> RemoteEmbedder | None:
         """What the server embeds with, or None in lexical-only mode."""
-        return self._embedder_from(self._info_now())
+        return self._embedder_from(self._info_now(), lambda texts: self._run(self._embed(texts)))
 
     def _info_now(self) -> dict[str, Any]:
         return self._info if self._info is not None else self._run(self._load_info())  # type: ignore[no-any-return]
@@ -394,10 +414,23 @@ class HttpMemory(_Plans):
                                          session_id=session_id, vectors=vectors))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
-               category: str | None = None, filter: dict[str, Any] | None = None) -> RecallResult:
+               category: str | None = None, filter: dict[str, Any] | None = None,
+               query_vector: Sequence[float] | None = None, min_relevance: float | None = None) -> RecallResult:
         """The memories most relevant to `query`, best first; `.withheld` says what the read guard kept back."""
         return self._run(self._recall(query, user_id=user_id, agent_id=agent_id, top_k=top_k,  # type: ignore[no-any-return]
-                                      category=category, filter=filter))
+                                      category=category, filter=filter, query_vector=query_vector,
+                                      min_relevance=min_relevance))
+
+    def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
+                top_k: int = 10, category: str | None = None,
+                filter: dict[str, Any] | None = None) -> builtins.list[tuple[MemoryRecord, float]]:
+        """Plain nearest neighbours of a vector by cosine (no scoring, no reinforcement; read guard applies)."""
+        return self._run(self._nearest(vector, user_id=user_id, agent_id=agent_id,  # type: ignore[no-any-return]
+                                       top_k=top_k, category=category, filter=filter))
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        """The stored vectors of these memories (those in your scope that have one)."""
+        return self._run(self._vectors(memory_ids))  # type: ignore[no-any-return]
 
     def get(self, memory_id: str) -> MemoryRecord | None:
         return self._run(self._get(memory_id))  # type: ignore[no-any-return]
@@ -410,9 +443,11 @@ class HttpMemory(_Plans):
 
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                importance: float | None = None, metadata: dict[str, Any] | None = None,
-               expected_version: int | None = None) -> MemoryRecord:
+               expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
+        """Write a new version; `expected_version` makes it a compare-and-set."""
         return self._run(self._update(memory_id, content=content, category=category,  # type: ignore[no-any-return]
-                                      importance=importance, metadata=metadata, expected_version=expected_version))
+                                      importance=importance, metadata=metadata, expected_version=expected_version,
+                                      expire_at=expire_at))
 
     def delete(self, memory_id: str) -> bool:
         return self._run(self._delete(memory_id))  # type: ignore[no-any-return]
@@ -515,6 +550,11 @@ class HttpSession:
 
     def evict(self, message_ids: Sequence[str]) -> int:
         return self._memory._run(self._memory._session("evict", self.spec,  # type: ignore[no-any-return]
+                                                       message_ids=list(message_ids)))["count"]
+
+    def forget(self, message_ids: Sequence[str]) -> int:
+        """Delete messages from the session for good (window and transcript)."""
+        return self._memory._run(self._memory._session("forget", self.spec,  # type: ignore[no-any-return]
                                                        message_ids=list(message_ids)))["count"]
 
     def replace(self, messages: Sequence[Message]) -> None:
@@ -642,7 +682,14 @@ class AsyncHttpMemory(_Plans):
 
     @property
     def embedder(self) -> RemoteEmbedder | None:
-        return self._embedder_from(self._info_now())
+        return self._embedder_from(self._info_now(), None if self._custom_transport else self._embed_blocking)
+
+    def _embed_blocking(self, texts: Sequence[str]) -> builtins.list[builtins.list[float]]:
+        with httpx.Client(base_url=self._url, headers=dict(self._http.headers), timeout=30) as client:
+            response = client.post("/v1/embed", json={"texts": list(texts)})
+            if response.status_code >= 400:
+                _raise_for(response, response.content)
+            return response.json()["vectors"]  # type: ignore[no-any-return]
 
     async def save(self, content: str, *, user_id: str | None, agent_id: str | None = None,
                    session_id: str | None = None, category: str = "fact", source: str = "user_input",
@@ -661,9 +708,21 @@ class AsyncHttpMemory(_Plans):
                                                session_id=session_id, vectors=vectors))
 
     async def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
-                     category: str | None = None, filter: dict[str, Any] | None = None) -> RecallResult:
+                     category: str | None = None, filter: dict[str, Any] | None = None,
+                     query_vector: Sequence[float] | None = None,
+                     min_relevance: float | None = None) -> RecallResult:
         return await self._run(self._recall(query, user_id=user_id, agent_id=agent_id,  # type: ignore[no-any-return]
-                                            top_k=top_k, category=category, filter=filter))
+                                            top_k=top_k, category=category, filter=filter,
+                                            query_vector=query_vector, min_relevance=min_relevance))
+
+    async def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
+                      top_k: int = 10, category: str | None = None,
+                      filter: dict[str, Any] | None = None) -> builtins.list[tuple[MemoryRecord, float]]:
+        return await self._run(self._nearest(vector, user_id=user_id, agent_id=agent_id,  # type: ignore[no-any-return]
+                                             top_k=top_k, category=category, filter=filter))
+
+    async def vectors(self, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        return await self._run(self._vectors(memory_ids))  # type: ignore[no-any-return]
 
     async def get(self, memory_id: str) -> MemoryRecord | None:
         return await self._run(self._get(memory_id))  # type: ignore[no-any-return]
@@ -677,10 +736,10 @@ class AsyncHttpMemory(_Plans):
 
     async def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                      importance: float | None = None, metadata: dict[str, Any] | None = None,
-                     expected_version: int | None = None) -> MemoryRecord:
+                     expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
         return await self._run(self._update(memory_id, content=content, category=category,  # type: ignore[no-any-return]
                                             importance=importance, metadata=metadata,
-                                            expected_version=expected_version))
+                                            expected_version=expected_version, expire_at=expire_at))
 
     async def delete(self, memory_id: str) -> bool:
         return await self._run(self._delete(memory_id))  # type: ignore[no-any-return]
@@ -778,6 +837,10 @@ class AsyncHttpSession:
     async def evict(self, message_ids: Sequence[str]) -> int:
         return (await self._memory._run(self._memory._session(  # type: ignore[no-any-return]
             "evict", self.spec, message_ids=list(message_ids))))["count"]
+
+    async def forget(self, message_ids: Sequence[str]) -> int:
+        return (await self._memory._run(self._memory._session(  # type: ignore[no-any-return]
+            "forget", self.spec, message_ids=list(message_ids))))["count"]
 
     async def replace(self, messages: Sequence[Message]) -> None:
         await self._memory._run(self._memory._session("replace", self.spec, messages=[_message(m) for m in messages]))

@@ -20,7 +20,7 @@ from typing import IO, Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from .._errors import PolymemError
 from .._models import MemoryRecord, Message, RecallHit, SessionInfo
-from .._time import to_iso
+from .._time import from_iso, to_iso
 from ._errors import PayloadTooLargeError, RequestTimeoutError, ServiceUnavailableError, status_for
 from ._metrics import Metrics
 from ._service import Context, Service
@@ -37,6 +37,11 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 StrictInt = Annotated[int, Field(strict=True)]
+# Times travel as ISO-8601 text and are parsed by the core, which refuses naive ones (naive_datetime);
+# pydantic's lax datetime would also accept numbers, which the document does not allow.
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+StrictBool = Annotated[bool, Field(strict=True)]
+Text = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]  # the core refuses empty or blank text
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
 
 
@@ -61,34 +66,36 @@ class MessageIn(_In):
     parts: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     message_id: str | None = None
-    created_at: datetime | None = None
+    created_at: Timestamp | None = None
 
     def to_message(self) -> Message:
         return Message.from_dict(self.model_dump(mode="json"))
 
 
 class SaveIn(_In):
-    content: Annotated[str, Field(strict=True)]
+    content: Annotated[str, Field(strict=True, description="Non-blank (else empty_content).")]
     user_id: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
     category: str = "fact"
-    source: str = "user_input"
+    source: Text = "user_input"
     importance: Score | None = None
     entities: list[str] | None = None
     metadata: dict[str, Any] | None = None
-    expire_at: datetime | None = Field(None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
+    expire_at: Timestamp | None = Field(None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
     idempotency_key: str | None = Field(None, description="Retries with the same key return the same memory.")
     vector: list[float] | None = Field(None, description="Your own embedding (the server's model and dimension).")
 
 
 class RecallIn(_In):
-    query: Annotated[str, Field(strict=True)]
+    query: Annotated[str, Field(strict=True, description="Non-blank (else empty_content).")]
     user_id: str | None = None
     agent_id: str | None = None
     top_k: Annotated[int, Field(strict=True, ge=1, le=1000)] = 10
     category: str | None = None
     filter: dict[str, Any] | None = Field(None, description="field → value or {operator: value} (docs/api.md).")
+    query_vector: list[float] | None = Field(None, description="Replaces the query's embedding (server's model).")
+    min_relevance: float | None = Field(None, description="Drop hits less relevant than this, in [0, 1].")
 
 
 class ListIn(_In):
@@ -102,16 +109,17 @@ class ListIn(_In):
 
 
 class UpdateIn(_In):
-    memory_id: str
+    memory_id: Text
     content: Annotated[str, Field(strict=True)] | None = None
     category: str | None = None
     importance: Score | None = None
     metadata: dict[str, Any] | None = None
     expected_version: StrictInt | None = None
+    expire_at: Timestamp | None = Field(None, description="A new expiry (aware ISO-8601).")
 
 
 class MemoryIdIn(_In):
-    memory_id: str
+    memory_id: Text
 
 
 class IngestIn(_In):
@@ -126,16 +134,16 @@ class ExportIn(_In):
 
 
 class SourceIn(_In):
-    source: str
+    source: Text
     reason: str | None = None
 
 
 class SessionSpecIn(_In):
-    session_id: str
+    session_id: Text
     user_id: str | None = None
     agent_id: str | None = None
     max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = 4096
-    ttl: Annotated[float, Field(gt=0)] | None = Field(None, description="Seconds.")
+    ttl: Annotated[float, Field(gt=0, le=3.2e9)] | None = Field(None, description="Seconds (at most ~100 years).")
     overflow: str = "drop"
     keep_last: Annotated[int, Field(strict=True, ge=0)] = 4
 
@@ -156,7 +164,16 @@ class SessionEvictIn(_In):
 
 class SessionEndIn(_In):
     session: SessionSpecIn
-    consolidate: bool = True
+    consolidate: StrictBool = True
+
+
+class EmbedIn(_In):
+    texts: list[str] = Field(max_length=256)
+
+
+class VectorsOut(BaseModel):
+    model_id: str
+    vectors: list[list[float]]
 
 
 class SessionsIn(_In):
@@ -336,6 +353,33 @@ class HealthOut(BaseModel):
     version: str
 
 
+class NearestIn(_In):
+    vector: list[float]
+    user_id: str | None = None
+    agent_id: str | None = None
+    top_k: Annotated[int, Field(strict=True, ge=1, le=1000)] = 10
+    category: str | None = None
+    filter: dict[str, Any] | None = None
+
+
+class NeighbourOut(BaseModel):
+    memory: MemoryOut
+    similarity: float
+
+
+class NearestOut(BaseModel):
+    neighbours: list[NeighbourOut]
+    withheld: WithheldOut
+
+
+class VectorsIn(_In):
+    memory_ids: list[str] = Field(max_length=1000)
+
+
+class StoredVectorsOut(BaseModel):
+    vectors: dict[str, list[float]]
+
+
 class ErrorDetail(BaseModel):
     code: str = Field(description="Stable error code: the PolymemError subclass's `code`.")
     message: str
@@ -445,7 +489,7 @@ class Limits:
         async def fail(exc: PolymemError) -> None:
             if not started:
                 response = _error(exc, rid)
-                await response(scope, receive, send_wrapper)
+                await response(scope, receive, send_wrapper)  # type: ignore[arg-type]
 
         self.metrics.inflight += 1
         try:
@@ -476,6 +520,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.closing = False  # a server (re)starting on this service reopens its stores lazily
         yield
         await service.aclose()
 
@@ -499,9 +544,15 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400:  # an undecodable body: the same answer as any other malformed input
+            from .._errors import InvalidInput
+
+            return _error(InvalidInput(str(exc.detail)), request.state.request_id)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         body = {"error": {"code": code, "message": str(exc.detail), "request_id": request.state.request_id}}
-        return _json(body, exc.status_code)
+        response = _json(body, exc.status_code)
+        response.headers.update(exc.headers or {})  # e.g. `Allow` on a 405
+        return response
 
     @app.exception_handler(Exception)
     async def on_crash(request: Request, exc: Exception) -> Response:
@@ -540,7 +591,9 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     # long-term memory
     @app.post("/v1/memory/save", response_model=MemoryOut, responses=errors(*BODY), tags=["memory"])
     async def save(body: SaveIn, ctx: Ctx) -> Response:
-        rec = await service.save(ctx, **body.model_dump())
+        args = body.model_dump()
+        args["expire_at"] = from_iso(args["expire_at"], "expire_at")
+        rec = await service.save(ctx, **args)
         if rec.metadata.get("polymem_flags"):
             metrics.event("write_flagged", rec.status)
         return _json(_record(rec))
@@ -552,7 +605,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
             metrics.event("read_withheld", "recall")
         return _json({"memories": [_hit(h) for h in hits], "withheld": withheld.to_dict()})
 
-    @app.get("/v1/memory/{memory_id}", response_model=MemoryOut, responses=errors(404), tags=["memory"])
+    @app.get("/v1/memories/{memory_id}", response_model=MemoryOut, responses=errors(404), tags=["memory"])
     async def get(memory_id: str, ctx: Ctx) -> Response:
         rec = await service.get(ctx, memory_id)
         if rec is None:
@@ -561,7 +614,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
             raise NotFoundError(f"no memory {memory_id!r}")
         return _json(_record(rec))
 
-    @app.get("/v1/memory/{memory_id}/history", response_model=VersionsOut, responses=errors(), tags=["memory"])
+    @app.get("/v1/memories/{memory_id}/history", response_model=VersionsOut, responses=errors(), tags=["memory"])
     async def history(memory_id: str, ctx: Ctx) -> Response:
         return _json({"versions": [_record(r) for r in await service.history(ctx, memory_id)]})
 
@@ -572,6 +625,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     @app.post("/v1/memory/update", response_model=MemoryOut, responses=errors(*BODY, 404, 409), tags=["memory"])
     async def update(body: UpdateIn, ctx: Ctx) -> Response:
         args = body.model_dump()
+        args["expire_at"] = from_iso(args["expire_at"], "expire_at")
         return _json(_record(await service.update(ctx, args.pop("memory_id"), **args)))
 
     @app.post("/v1/memory/delete", response_model=DeletedOut, responses=errors(*BODY), tags=["memory"])
@@ -672,6 +726,25 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     @app.post("/v1/session/evict", response_model=CountOut, responses=errors(*BODY), tags=["sessions"])
     async def session_evict(body: SessionEvictIn, ctx: Ctx) -> Response:
         return _json({"count": await service.session_call(ctx, spec(body), "evict", body.message_ids)})
+
+    @app.post("/v1/session/forget", response_model=CountOut, responses=errors(*BODY), tags=["sessions"])
+    async def session_forget(body: SessionEvictIn, ctx: Ctx) -> Response:
+        return _json({"count": await service.session_call(ctx, spec(body), "forget", body.message_ids)})
+
+    @app.post("/v1/memory/nearest", response_model=NearestOut, responses=errors(*BODY, 409), tags=["memory"])
+    async def nearest(body: NearestIn, ctx: Ctx) -> Response:
+        found, withheld = await service.nearest(ctx, **body.model_dump())
+        return _json({"neighbours": [{"memory": _record(r), "similarity": s} for r, s in found],
+                      "withheld": withheld.to_dict()})
+
+    @app.post("/v1/memory/vectors", response_model=StoredVectorsOut, responses=errors(*BODY), tags=["memory"])
+    async def vectors(body: VectorsIn, ctx: Ctx) -> Response:
+        return _json({"vectors": await service.vectors(ctx, body.memory_ids)})
+
+    @app.post("/v1/embed", response_model=VectorsOut, responses=errors(*BODY), tags=["meta"])
+    async def embed(body: EmbedIn, ctx: Ctx) -> Response:
+        model, vectors = await service.embed(ctx, body.texts)
+        return _json({"model_id": model, "vectors": vectors})
 
     @app.post("/v1/session/replace", response_model=OkOut, responses=errors(*BODY), tags=["sessions"])
     async def session_replace(body: SessionMessagesIn, ctx: Ctx) -> Response:

@@ -238,7 +238,7 @@ class AuthStore:
                                (token_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no token {token_id!r}")
-            return TokenInfo(*row, grants=self._grants(conn, token_id))
+            return TokenInfo(row[0], row[1], row[2], row[3], grants=self._grants(conn, token_id))
 
     def list_tokens(self) -> list[TokenInfo]:
         with self.db.read() as conn:

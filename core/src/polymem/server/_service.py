@@ -17,6 +17,7 @@ still completes its write *and* its audit entry, and `aclose()` waits for them.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import tempfile
 import uuid
 from collections.abc import Awaitable, Sequence
@@ -215,11 +216,11 @@ class Service:
             return rec
         return await _drive(store, store.engine.update(rec.memory_id, status="blocked"))  # type: ignore[no-any-return]
 
-    async def _screen_saved(self, ctx: Context, records: Sequence[MemoryRecord], action_name: str) -> list[MemoryRecord]:
+    async def _screen_saved(self, ctx: Context, records: Sequence[MemoryRecord], action_name: str) -> builtins.list[MemoryRecord]:
         """Apply the filter to records the core already wrote (ingest, session end)."""
         store = self.store(ctx.namespace)
         blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        kept: list[MemoryRecord] = []
+        kept: builtins.list[MemoryRecord] = []
         for rec in records:
             try:
                 verdict, action = self._screen(rec.content, rec.source, blocked)
@@ -274,15 +275,17 @@ class Service:
         return await self._shielded(work())
 
     async def recall(self, ctx: Context, query: Any, *, user_id: str | None, agent_id: str | None = None,
-                     top_k: int = 10, category: str | None = None,
-                     filter: dict[str, Any] | None = None) -> tuple[list[RecallHit], Withheld]:
+                     top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None,
+                     query_vector: Sequence[float] | None = None,
+                     min_relevance: float | None = None) -> tuple[builtins.list[RecallHit], Withheld]:
         ctx.grant.require("read")
         user_id, filter = self._read_scope(ctx.grant, user_id, filter)
         blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
         if blocked and not (filter and "source" in filter):  # push the quarantine down into the search
             filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
         hits = await self.store(ctx.namespace).recall(query, user_id=user_id, agent_id=agent_id, top_k=top_k,
-                                                       category=category, filter=filter)
+                                                       category=category, filter=filter,
+                                                       query_vector=query_vector, min_relevance=min_relevance)
         passed, withheld = [], Withheld([], {})
         for hit in hits:
             reasons = self.guard.reasons(hit.memory, blocked)
@@ -295,13 +298,53 @@ class Service:
                           detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
         return passed, withheld
 
+    async def embed(self, ctx: Context, texts: Sequence[str]) -> tuple[str, builtins.list[builtins.list[float]]]:
+        """The server's embeddings of `texts` (so clients can pass `query_vector`s of the right model)."""
+        ctx.grant.require("read")
+        embedder = self.store(ctx.namespace).embedder
+        if embedder is None:
+            raise InvalidInput("the service runs without an embedder (lexical-only mode)")
+        vectors = await asyncio.to_thread(embedder.embed, list(texts))
+        return embedder.model_id, [[float(x) for x in v] for v in vectors]
+
+    async def nearest(self, ctx: Context, vector: Sequence[float], *, user_id: str | None,
+                      agent_id: str | None = None, top_k: int = 10, category: str | None = None,
+                      filter: dict[str, Any] | None = None) -> tuple[builtins.list[tuple[MemoryRecord, float]], Withheld]:
+        """Plain nearest neighbours, in the caller's scope and through the read guard."""
+        ctx.grant.require("read")
+        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        if blocked and not (filter and "source" in filter):
+            filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
+        found = await self.store(ctx.namespace).nearest(vector, user_id=user_id, agent_id=agent_id, top_k=top_k,
+                                                        category=category, filter=filter)
+        passed, withheld = [], Withheld([], {})
+        for rec, similarity in found:
+            reasons = self.guard.reasons(rec, blocked)
+            if reasons:
+                withheld.memory_ids.append(rec.memory_id)
+                withheld.reasons[rec.memory_id] = reasons
+            else:
+                passed.append((rec, similarity))
+        await self._audit(ctx, "nearest", refs=[r.memory_id for r, _ in passed],
+                          detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
+        return passed, withheld
+
+    async def vectors(self, ctx: Context, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        ctx.grant.require("read")
+        store = self.store(ctx.namespace)
+        visible = [r.memory_id for r in await asyncio.gather(*(store.get(m) for m in memory_ids))
+                   if r is not None and ctx.grant.covers_user(r.user_id)]
+        found = await store.vectors(visible) if visible else {}
+        return {k: [float(x) for x in v] for k, v in found.items()}
+
     async def get(self, ctx: Context, memory_id: str) -> MemoryRecord | None:
         ctx.grant.require("read")
         return await self._visible(ctx, memory_id)
 
     async def list(self, ctx: Context, *, user_id: str | None = None, agent_id: str | None = None,
                    category: str | None = None, filter: dict[str, Any] | None = None, status: str | None = "active",
-                   limit: int = 100, offset: int = 0) -> list[MemoryRecord]:
+                   limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
         user_id, filter = self._read_scope(ctx.grant, user_id, filter)
         return await self.store(ctx.namespace).list(user_id=user_id, agent_id=agent_id, category=category,
@@ -309,7 +352,7 @@ class Service:
 
     async def update(self, ctx: Context, memory_id: str, *, content: str | None = None, category: str | None = None,
                      importance: float | None = None, metadata: dict[str, Any] | None = None,
-                     expected_version: int | None = None) -> MemoryRecord:
+                     expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
         ctx.grant.require("write")
         current = await self._visible(ctx, memory_id)
         if current is None:
@@ -325,7 +368,7 @@ class Service:
 
         async def work() -> MemoryRecord:
             rec = await store.update(memory_id, content=content, category=category, importance=importance,
-                                     metadata=metadata, expected_version=expected_version)
+                                     metadata=metadata, expected_version=expected_version, expire_at=expire_at)
             if action == "quarantine":
                 rec = await self._quarantine(store, rec)
             await self._audit(ctx, "update", memory_id=memory_id, content=rec.content,
@@ -350,18 +393,18 @@ class Service:
 
         return await self._shielded(work())
 
-    async def history(self, ctx: Context, memory_id: str) -> list[MemoryRecord]:
+    async def history(self, ctx: Context, memory_id: str) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
         versions = await self.store(ctx.namespace).history(memory_id)
         return versions if versions and ctx.grant.covers_user(versions[-1].user_id) else []
 
     async def ingest(self, ctx: Context, messages: Sequence[Message], *, user_id: str | None,
-                     agent_id: str | None = None, session_id: str | None = None) -> list[MemoryRecord]:
+                     agent_id: str | None = None, session_id: str | None = None) -> builtins.list[MemoryRecord]:
         ctx.grant.require("write")
         user_id, agent_id = self._write_user(ctx.grant, user_id), self._write_agent(ctx.grant, agent_id)
         store = self.store(ctx.namespace)
 
-        async def work() -> list[MemoryRecord]:
+        async def work() -> builtins.list[MemoryRecord]:
             records = await store.ingest(messages, user_id=user_id, agent_id=agent_id, session_id=session_id)
             return await self._screen_saved(ctx, records, "ingest")
 
@@ -438,7 +481,7 @@ class Service:
         await self._audit(ctx, "unblock_source", detail={"source": source, "was_blocked": was})
         return {"source": source, "blocked": False, "was_blocked": was}
 
-    async def blocked_sources(self, ctx: Context) -> list[dict[str, Any]]:
+    async def blocked_sources(self, ctx: Context) -> builtins.list[dict[str, Any]]:
         ctx.grant.require("read")
         return list((await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)).values())
 
@@ -475,7 +518,7 @@ class Service:
 
     async def session_call(self, ctx: Context, spec: dict[str, Any], op: str, *args: Any) -> Any:
         """Run one session operation, auditing the mutations."""
-        write = op in ("add_messages", "evict", "replace", "clear", "end", "delete")
+        write = op in ("add_messages", "evict", "forget", "replace", "clear", "end", "delete")
         handle = await self.session(ctx, spec, write=write)
         if not write:
             return await getattr(handle, op)(*args)
@@ -492,7 +535,7 @@ class Service:
 
         return await self._shielded(work())
 
-    async def sessions(self, ctx: Context, user_id: str | None) -> list[SessionInfo]:
+    async def sessions(self, ctx: Context, user_id: str | None) -> builtins.list[SessionInfo]:
         ctx.grant.require("read")
         if user_id is not None:
             self._read_scope(ctx.grant, user_id, None)

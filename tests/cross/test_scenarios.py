@@ -107,11 +107,10 @@ def test_chinese_semantic_recall_is_limited_by_the_english_embedder(answers: dic
         assert all(line for line in injected) and "促销" not in text(injected)
 
 
-def test_autogen_default_min_relevance_is_stricter_than_the_other_adapters(tmp_path: Path) -> None:
-    """Recorded, not hidden: `polymem_autogen.PolymemMemory` filters with min_relevance=0.3 by default,
-    so a broad question admits less than in the other adapters (the scenarios pass 0.0)."""
+def test_autogen_uses_the_cores_relevance_rule_by_default(tmp_path: Path) -> None:
+    """Every adapter injects what the core deems relevant unless its user asks for stricter."""
     import inspect
 
     from polymem_autogen import PolymemMemory
 
-    assert inspect.signature(PolymemMemory).parameters["min_relevance"].default == 0.3
+    assert inspect.signature(PolymemMemory).parameters["min_relevance"].default is None

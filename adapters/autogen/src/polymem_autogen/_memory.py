@@ -37,7 +37,7 @@ class PolymemMemoryConfig(BaseModel):
     async_store: bool = False
     name: str | None = None
     top_k: int = Field(default=5, ge=1)
-    min_relevance: float = Field(default=0.3, ge=0.0, le=1.0)
+    min_relevance: float | None = Field(default=None, ge=0.0, le=1.0)
     query_messages: int = Field(default=3, ge=1)
     category: str | None = None
     filter: dict[str, Any] | None = None
@@ -64,8 +64,8 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         session_id: the working-memory session `capture` writes to.
         top_k: how many memories `update_context` and `query` return.
         min_relevance: recall hits less relevant than this (polymem's
-            `RecallHit.relevance`, 0..1) are not injected, so an unrelated
-            question adds nothing to the prompt.
+            `RecallHit.relevance`, 0..1) are not injected; None (the default)
+            keeps polymem's own rule of what is relevant, shared by every adapter.
         query_messages: how many recent conversation messages form the query.
         category, filter: restrict recall (see polymem's filter syntax).
         source: the source recorded on `add` (polymem scores by source).
@@ -84,7 +84,7 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         agent_id: str | None = None,
         session_id: str | None = None,
         top_k: int = 5,
-        min_relevance: float = 0.3,
+        min_relevance: float | None = None,
         query_messages: int = 3,
         category: str | None = None,
         filter: dict[str, Any] | None = None,
@@ -242,7 +242,6 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
 
     async def _recall(self, text: str, **overrides: Any) -> list[polymem.RecallHit]:
         settings = self._settings
-        min_relevance = overrides.pop("min_relevance", settings.min_relevance)
         hits: Sequence[polymem.RecallHit] = await _store.call(
             self._mem,
             "recall",
@@ -251,9 +250,10 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
             top_k=overrides.pop("top_k", settings.top_k),
             category=overrides.pop("category", settings.category),
             filter=overrides.pop("filter", settings.filter),
+            min_relevance=overrides.pop("min_relevance", settings.min_relevance),
             **overrides,
         )
-        return [hit for hit in hits if hit.relevance >= min_relevance]
+        return list(hits)
 
     def _now(self) -> datetime:
         now = getattr(self._mem, "now", None)  # the store's clock, so ages agree with its scores

@@ -27,11 +27,12 @@ from pathlib import Path
 
 os.environ.setdefault("POLYMEM_EMBEDDER", "none")  # chat stores never embed; keep model loading out of it
 
-import polymem
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
+import polymem
 from polymem_llamaindex import PolymemAsyncChatStore, PolymemChatStore
 
 RESULTS = Path(__file__).parent / "results" / "llamaindex.md"

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polymem
 from semantic_kernel.connectors.ai.embedding_generator_base import EmbeddingGeneratorBase
+
+import polymem
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -24,7 +24,7 @@ demo: install
 test: install
 	$(VENV)/bin/ruff check core/src tests scripts bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile
 
 test-matrix: install
 	$(PY) scripts/compat.py run

@@ -67,9 +67,10 @@ def run(ends: list[str], adapters: list[str]) -> int:
             if not py.exists():
                 subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
             pins = [f"{pkg}=={v[end]}" for pkg, v in spec["frameworks"].items()]
+            pins += spec.get("extra_pins", {}).get(end, [])
             steps = [
                 [str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
-                [str(py), "-m", "pip", "install", "-q", "torch==2.13.0", "-r", str(ROOT / "requirements-dev.txt")],
+                [str(py), "-m", "pip", "install", "-q", "torch==2.13.0", "pytest-xdist>=3.5"],
                 [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT / 'core'}[local]",
                  "-e", f"{ROOT / spec['path']}[test]", *pins],
                 [str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"],

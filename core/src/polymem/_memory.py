@@ -7,6 +7,7 @@ import builtins
 import inspect
 import os
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +32,18 @@ Progress = Callable[[int], None]
 BACKENDS: dict[str, str] = {
     "sqlite": "polymem._sqlite:SQLiteBackend",
     "memory": "polymem._sqlite:SQLiteBackend",
+    "postgresql": "polymem._postgres:PostgresBackend",
+    "postgres": "polymem._postgres:PostgresBackend",
+}
+# Natively async twins (psycopg's async connections, redis.asyncio): no thread hopping.
+ASYNC_BACKENDS: dict[str, str] = {
+    "postgresql": "polymem._postgres_async:AsyncPostgresBackend",
+    "postgres": "polymem._postgres_async:AsyncPostgresBackend",
+}
+WORKING_MEMORY: dict[str, tuple[str, str]] = {
+    "redis": ("polymem._redis:RedisWorkingMemory", "polymem._redis:AsyncRedisWorkingMemory"),
+    "rediss": ("polymem._redis:RedisWorkingMemory", "polymem._redis:AsyncRedisWorkingMemory"),
+    "unix": ("polymem._redis:RedisWorkingMemory", "polymem._redis:AsyncRedisWorkingMemory"),
 }
 
 
@@ -64,7 +77,21 @@ def _load_factory(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-def make_backend(url: str) -> Backend:
+def make_backend(url: str, *, asynchronous: bool = False, working_memory: str | None = None) -> Backend:
+    """Open the storage a URL names, optionally with working memory elsewhere (`redis://…`)."""
+    backend = _long_term_backend(url, asynchronous)
+    if working_memory is None:
+        return backend
+    scheme = urlparse(working_memory).scheme
+    if scheme not in WORKING_MEMORY:
+        raise InvalidURLError(f"working_memory must be a redis:// URL, got {working_memory!r}")
+    from ._redis import CompositeBackend
+
+    working = _load_factory(WORKING_MEMORY[scheme][1 if asynchronous else 0])(working_memory)
+    return CompositeBackend(backend, working)  # type: ignore[return-value]
+
+
+def _long_term_backend(url: str, asynchronous: bool) -> Backend:
     """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme."""
     if not isinstance(url, str) or "://" not in url:
         raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
@@ -82,9 +109,9 @@ def make_backend(url: str) -> Backend:
         from ._sqlite import SQLiteBackend
 
         return SQLiteBackend(Path(path))
-    spec = BACKENDS.get(scheme) or _entry_point(scheme)
+    spec = (ASYNC_BACKENDS.get(scheme) if asynchronous else None) or BACKENDS.get(scheme) or _entry_point(scheme)
     if spec is None:
-        hint = {"postgresql": "postgres", "postgres": "postgres", "http": "server", "https": "server"}.get(scheme)
+        hint = {"http": "server", "https": "server"}.get(scheme)
         extra = f" Install it with `pip install polymem[{hint}]`." if hint else ""
         raise InvalidURLError(f"no backend for {scheme!r} URLs.{extra}")
     return _load_factory(spec)(url)  # type: ignore[no-any-return]
@@ -280,8 +307,13 @@ class Memory(_Base):
             messages, user_id=user_id, agent_id=agent_id, session_id=session_id))
 
     def consolidate(self, progress: Progress | None = None) -> ConsolidationReport:
-        """Expire, archive the decayed, merge near-duplicates, supersede contradictions."""
-        return self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
+        """Expire, archive the decayed, merge near-duplicates, supersede contradictions.
+
+        On a shared backend (PostgreSQL, Redis) it runs under the namespace's consolidation
+        lock, so two instances never consolidate at once."""
+        lock = getattr(self._backend, "consolidation_lock", None)
+        with lock(self.namespace) if lock is not None else nullcontext():
+            return self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
 
     def reembed(self, progress: Progress | None = None) -> int:
         """Re-embed every memory whose vector is missing or from another model."""
@@ -401,6 +433,13 @@ class AsyncMemory(_Base):
         self._engine = engine
         self._closed = False
 
+    @staticmethod
+    async def _call(method: Callable[..., Any], *args: Any) -> Any:
+        """A backend method: awaited natively if it is a coroutine, else run in a worker thread."""
+        if inspect.iscoroutinefunction(method):
+            return await method(*args)
+        return await asyncio.to_thread(method, *args)
+
     async def _run(self, plan: Plan) -> Any:
         send: Any = None
         error: BaseException | None = None
@@ -487,7 +526,15 @@ class AsyncMemory(_Base):
             messages, user_id=user_id, agent_id=agent_id, session_id=session_id))
 
     async def consolidate(self, progress: Progress | None = None) -> ConsolidationReport:
-        return await self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
+        lock = getattr(self._backend, "consolidation_lock", None)
+        if lock is None:
+            return await self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
+        held = lock(self.namespace)
+        if hasattr(held, "__aenter__"):
+            async with held:
+                return await self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
+        with held:
+            return await self._run(self._engine.consolidate(progress))  # type: ignore[no-any-return]
 
     async def reembed(self, progress: Progress | None = None) -> int:
         return await self._run(self._engine.reembed(progress))  # type: ignore[no-any-return]
@@ -501,10 +548,10 @@ class AsyncMemory(_Base):
         return await self._run(import_plan(self._engine, source, progress))  # type: ignore[no-any-return]
 
     async def stats(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self._backend.stats, self.namespace)
+        return await self._call(self._backend.stats, self.namespace)  # type: ignore[no-any-return]
 
     async def flush(self) -> None:
-        await asyncio.to_thread(self._backend.flush)
+        await self._call(self._backend.flush)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -512,11 +559,11 @@ class AsyncMemory(_Base):
         return AsyncSession(self, _spec(session_id, user_id, agent_id, max_tokens, ttl, overflow, keep_last))
 
     async def sessions(self, *, user_id: str | None = None) -> builtins.list[SessionInfo]:
-        return await asyncio.to_thread(self._backend.session_list, self.namespace, user_id)
+        return await self._call(self._backend.session_list, self.namespace, user_id)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         if not self._closed:
-            await asyncio.to_thread(self._backend.close)
+            await self._call(self._backend.close)
             self._closed = True
 
     def to_sync(self) -> Memory:
@@ -576,7 +623,8 @@ class AsyncSession:
         return await self._memory._run(self._memory.engine.session_end(self.spec, consolidate))  # type: ignore[no-any-return]
 
     async def delete(self) -> bool:
-        return await asyncio.to_thread(self._memory.backend.session_delete, self._memory.namespace, self.session_id)
+        return await self._memory._call(  # type: ignore[no-any-return]
+            self._memory.backend.session_delete, self._memory.namespace, self.session_id)
 
     async def info(self) -> SessionInfo | None:
         return await self._memory._run(self._memory.engine.session_info(self.spec))  # type: ignore[no-any-return]
@@ -586,11 +634,13 @@ def open(  # noqa: A001 - the public name is polymem.open
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000, token: str | None = None,
+    max_content_chars: int = 8000, token: str | None = None, working_memory: str | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
     `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
-    `token=` or `POLYMEM_TOKEN`), or a plug-in scheme such as `postgresql://`.
+    `token=` or `POLYMEM_TOKEN`), `postgresql://…` (`pip install polymem[postgres]`), or a
+    plug-in scheme. `working_memory="redis://…"` keeps sessions in Redis (several service
+    instances then share them).
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -607,14 +657,14 @@ def open(  # noqa: A001 - the public name is polymem.open
         return open_http(url, token=token, **_remote_namespace(namespace))  # type: ignore[return-value]
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
                      max_content_chars)
-    return Memory(make_backend(url), engine)
+    return Memory(make_backend(url, working_memory=working_memory), engine)
 
 
 def open_async(
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000, token: str | None = None,
+    max_content_chars: int = 8000, token: str | None = None, working_memory: str | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     url, from_url = split_namespace(url or default_url())
@@ -625,7 +675,7 @@ def open_async(
         return open_http_async(url, token=token, **_remote_namespace(namespace))  # type: ignore[return-value]
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
                      max_content_chars)
-    return AsyncMemory(make_backend(url), engine)
+    return AsyncMemory(make_backend(url, asynchronous=True, working_memory=working_memory), engine)
 
 
 def _is_http(url: str) -> bool:

@@ -294,6 +294,21 @@ def reembed(url: str | None, namespace: str) -> None:
     click.echo(f"re-embedded {count} memories")
 
 
+@main.command()
+@_url_option
+def migrate(url: str | None) -> None:
+    """Apply pending schema migrations (recorded in the store; safe to run again)."""
+    target = url or default_url()
+    if target.startswith(("postgresql://", "postgres://")):
+        from ._postgres import migrate as migrate_postgres
+
+        applied = migrate_postgres(target)
+        click.echo(f"applied migrations {applied}" if applied else "schema is up to date")
+        return
+    with _store(target, "default", no_embedder=True) as mem:  # SQLite migrates on open
+        click.echo(f"schema version {mem.stats()['schema_version']}")
+
+
 @main.group()
 def model() -> None:
     """Manage the local embedding model."""

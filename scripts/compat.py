@@ -71,7 +71,7 @@ def run(ends: list[str], adapters: list[str]) -> int:
             steps = [
                 [str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
                 [str(py), "-m", "pip", "install", "-q", "torch==2.13.0", "pytest-xdist>=3.5"],
-                [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT / 'core'}[local]",
+                [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT / 'core'}[local,server]",
                  "-e", f"{ROOT / spec['path']}[test]", *pins],
                 [str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3"],
                 [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / spec["path"] / "tests")]

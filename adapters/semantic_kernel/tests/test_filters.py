@@ -98,5 +98,5 @@ async def test_with_extract_turns_go_through_the_stores_extractor(scripted, stor
     kernel, _ = kernel_with(scripted, store, ["Ok."], extract=True)
     await kernel.invoke_prompt("I prefer aisle seats. ok")
     contents = [m.content for m in store.list(user_id="ann")]
-    assert contents and all("ok" != c for c in contents)
+    assert contents and all(c != "ok" for c in contents)
     assert any("aisle seats" in c for c in contents)

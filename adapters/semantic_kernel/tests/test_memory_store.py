@@ -5,10 +5,11 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import polymem
 import pytest
 from semantic_kernel import Kernel
 from semantic_kernel.exceptions import ServiceResourceNotFoundError
+
+import polymem
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import polymem
-
 from polymem_semantic_kernel import SemanticKernelEmbedder, SemanticKernelExtractor, SemanticKernelSummarizer
 
 

@@ -2,7 +2,8 @@
 
 Long-term memory as a plugin, working memory as an agent thread that resumes
 in another process, kernel filters that capture tool results and user turns
-and bring relevant memories back into prompts, Semantic Kernel's
+and bring relevant memories back into prompts, a chat completion wrapper that
+brings them to agents too, Semantic Kernel's
 `MemoryStoreBase` on polymem, and Semantic Kernel services as polymem's
 embedder, extractor and summarizer.
 
@@ -17,6 +18,7 @@ embedder, extractor and summarizer.
 1. [...] Ann drinks green tea (fact, score ...)
 """
 
+from ._chat_completion import PolymemChatCompletion
 from ._convert import from_polymem, from_polymem_all, to_polymem, to_polymem_all
 from ._embeddings import SemanticKernelEmbedder
 from ._filters import PolymemMemoryFilter
@@ -28,6 +30,7 @@ from ._thread import PolymemChatHistoryAgentThread
 __version__ = "0.1.0"
 
 __all__ = [
+    "PolymemChatCompletion",
     "PolymemChatHistoryAgentThread",
     "PolymemMemoryFilter",
     "PolymemMemoryStore",

@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import polymem
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import to_jsonable_python
 from semantic_kernel.contents.binary_content import BinaryContent
@@ -31,6 +30,8 @@ from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.function_result_content import FunctionResultContent
 from semantic_kernel.contents.text_content import TextContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
+
+import polymem
 
 SK_KEY = "semantic_kernel"
 """The reserved `Message.metadata` key holding Semantic Kernel's own fields."""

@@ -7,10 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import polymem
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents.chat_history import ChatHistory
+
+import polymem
 
 from ._aio import LoopThread
 

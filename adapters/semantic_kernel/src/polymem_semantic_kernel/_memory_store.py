@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import polymem
 from semantic_kernel.exceptions import ServiceResourceNotFoundError
+
+import polymem
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import polymem
 from semantic_kernel.functions import kernel_function
+
+import polymem
 
 from . import _aio
 

@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def open_store(url: str) -> polymem.Memory:
+    if url.startswith("http"):  # the service embeds; its client needs no model
+        return polymem.open(url)
     embedder = None if url.endswith("#lexical") else local_embedder()
     return polymem.open(url.removesuffix("#lexical"), embedder=embedder)
 

@@ -1,6 +1,7 @@
 """One memory across frameworks: a LangChain agent learns about user A; AutoGen, LlamaIndex,
 Semantic Kernel (and LangChain again) agents, each in its own process, recall it from the
-same SQLite file, fuzzily, in English and Chinese, and never see user B's memories.
+same store — an SQLite file, and the HTTP service in front of one — fuzzily, in English and
+Chinese, and never see user B's memories.
 
 Each agent runs its framework's own loop with the framework's offline model stand-in; the
 assertions read what reached the model's prompt (see agents.py).
@@ -9,9 +10,16 @@ assertions read what reached the model's prompt (see agents.py).
 from __future__ import annotations
 
 import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import polymem
@@ -37,11 +45,42 @@ ASK = ([["A", "What do you know about me?"], ["A", "Any suggestions in cool tone
        + [["A", q] for q in ISOLATION])
 
 
+@pytest.fixture(scope="module", params=["sqlite", "http"])
+def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The one store every agent shares: an SQLite file, or the HTTP service in front of one."""
+    workdir = tmp_path_factory.mktemp(f"store-{request.param}")
+    file_url = f"sqlite:///{workdir / 'memory.db'}"
+    if request.param == "sqlite":
+        yield file_url
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "polymem.server", "serve", "--url", file_url, "--no-auth",
+                               "--port", str(port)], env={**os.environ, "OMP_NUM_THREADS": "1"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert server.poll() is None and time.monotonic() < deadline, "polymem serve did not start"
+        time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory, agents: Any) -> dict[str, Any]:
+def answers(tmp_path_factory: pytest.TempPathFactory, agents: Any, store_url: str) -> dict[str, Any]:
     """LangChain writes the conversation; then the four readers answer, each in its own process."""
     workdir = tmp_path_factory.mktemp("cross")
-    url = f"sqlite:///{workdir / 'memory.db'}"
+    url = store_url
     written = agents.run("langchain", url, {"write": CONVERSATION}, workdir)
     spec = {"ask": ASK, "autogen_min_relevance": 0.0}
     results: dict[str, Any] = {"write": written, "url": url}

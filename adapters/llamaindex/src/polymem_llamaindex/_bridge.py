@@ -22,8 +22,9 @@ import weakref
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
-import polymem
 from llama_index.core.async_utils import asyncio_run
+
+import polymem
 
 T = TypeVar("T")
 Plan = Generator[Callable[[], Any], Any, T]
@@ -39,7 +40,7 @@ def resolve_store(memory: Store | str | None, url: str | None = None, namespace:
     rebuilt in this process finds the store it was serialised from.
     """
     if memory is not None and not isinstance(memory, str):
-        if not isinstance(memory, (polymem.Memory, polymem.AsyncMemory)):
+        if not all(callable(getattr(memory, name, None)) for name in ("save", "recall", "session")):
             raise TypeError(
                 f"expected a polymem.Memory, polymem.AsyncMemory or a store URL, got {type(memory).__name__}"
             )
@@ -58,7 +59,7 @@ def resolve_store(memory: Store | str | None, url: str | None = None, namespace:
 
 def is_async(store: Store) -> bool:
     """Whether the store's methods are awaitable."""
-    return isinstance(store, polymem.AsyncMemory)
+    return inspect.iscoroutinefunction(getattr(store, "recall", None))  # embedded or HTTP client alike
 
 
 def run(store: Store, plan: Plan[T]) -> T:

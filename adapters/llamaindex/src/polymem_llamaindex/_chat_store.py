@@ -16,6 +16,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
+
 from polymem import Message
 
 from ._bridge import Plan, Store, arun, resolve_store, run

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRole, TextBlock
+
 from polymem import Message, ToolCall
 
 META_KEY = "llama_index"

@@ -11,6 +11,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.memory import BaseMemoryBlock, ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store.base import BaseChatStore
+
 from polymem import RecallHit
 
 from ._bridge import Plan, Store, arun, run

@@ -9,6 +9,7 @@ from html import unescape
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
+
 from polymem import MemoryDraft, Message
 
 _FACT = re.compile(r"<fact(?P<attrs>\s[^>]*)?>(?P<text>.*?)</fact>", re.DOTALL)

@@ -24,3 +24,6 @@ def test_the_notebook_runs_offline_and_shows_memory_at_work(tmp_path):
     assert "tool_result" in text and "Oslo: 4 degrees C and rain" in text
     assert "From memory:\n1. [" in text and "allergic to peanuts" in text
     assert "office: The office is in Oslo" in text
+    assert "system: You cook for Ann.\nsystem: Relevant long-term memories" in text
+    saw = text.split("The model saw:")[1]
+    assert "\n1. [" in saw and "allergic to peanuts" in saw

@@ -555,7 +555,7 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
         store.close()
         peak = rss_mb("VmHWM") - before
         disk = store.disk_mb()
-        return {"store": store_name, "size": size, "load_per_s": size / load_s,
+        return {"store": store_name, "size": size, "note": cls.note, "load_per_s": size / load_s,
                 "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
                 "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
                 "recall_per_s": float(np.median(rates)), "peak_mb": peak, "disk_mb": disk,
@@ -565,6 +565,14 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
 
 
 # -- the parent: embed once, run each store in a child, report ----------------------------------------
+LOADS: list[float] = []  # 1-minute load averages sampled during the run (the machine may be shared)
+
+
+def sample_load() -> None:
+    if hasattr(os, "getloadavg"):
+        LOADS.append(os.getloadavg()[0])
+
+
 CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
 
 
@@ -627,9 +635,9 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
            args: argparse.Namespace) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = max(LOADS, default=float("nan"))
     out = [f"\n## polymem against the alternatives (bench/bench_alternatives.py) — {stamp}\n",
-           f"Machine: {machine}; load average {load:.1f} at the end of the run "
+           f"Machine: {machine}; highest 1-min load average seen during the run {load:.1f} "
            f"{'(machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
            f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
@@ -653,8 +661,7 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
     if embed_cost:
         out.append("Query embedding (the same for every store, not in the figures above): " + "; ".join(
             f"{name} p50 {p50:.2f} ms, p99 {p99:.2f} ms" for name, p50, p99 in embed_cost) + ".\n")
-    notes = [f"{BY_NAME[n].label}: {BY_NAME[n].note}" for n in BY_NAME if BY_NAME[n].note
-             and any(r["store"] == n for r in rows)]
+    notes = list(dict.fromkeys(f"{BY_NAME[r['store']].label}: {r['note']}" for r in rows if r.get("note")))
     if notes:
         out.append("Notes: " + "; ".join(notes) + ".\n")
     if skipped:
@@ -690,19 +697,24 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name in dict.fromkeys(r["store"] for r in rows):
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6))
+    colours = plt.get_cmap("tab20").colors
+    for n, name in enumerate(dict.fromkeys(r["store"] for r in rows)):
         mine = sorted((r for r in rows if r["store"] == name), key=lambda r: r["size"])
+        mine = [r for r in mine if r["recall_p50"] > 0]
+        mine_polymem = name.startswith("polymem")
         for ax, key in zip(axes, ("recall", "save")):
-            ax.errorbar([r["size"] for r in mine], [r[f"{key}_p50"] for r in mine],
+            ax.errorbar([r["size"] for r in mine], [max(r[f"{key}_p50"], 1e-3) for r in mine],
                         yerr=[[0] * len(mine), [r[f"{key}_p99"] - r[f"{key}_p50"] for r in mine]],
-                        marker="o", capsize=3, label=BY_NAME[name].label)
+                        marker="os^vD<>ph*X"[n % 11], capsize=3, color=colours[(2 * n) % 20 + (n >= 10)],
+                        linewidth=2.5 if mine_polymem else 1.2, label=BY_NAME[name].label)
     for ax, key in zip(axes, ("recall (top-10, query vector given)", "save (one memory)")):
         ax.set(xscale="log", yscale="log", xlabel="memories in the store", ylabel="ms (p50, bar to p99)",
                title=key)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
@@ -752,6 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if size > store.max_size:
                     continue
                 t0 = time.perf_counter()
+                sample_load()
                 if args.in_process:
                     try:
                         rows.append(measure(store.name, size, Path(data), args.queries, args.saves, args.repeats,
@@ -773,6 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(json.loads(line[4:]))
                 print(f"done {store.name} at {size:,} ({time.perf_counter() - t0:.0f} s): recall p50 "
                       f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
+    sample_load()
     text = render(rows, skipped, failed, embed_cost, args)
     if rows and plot(rows, args.plot):
         text += f"![latency against store size]({args.plot.name})\n"

@@ -186,18 +186,26 @@ def test_redis_lock_is_renewed_while_its_holder_works(redis_url: str) -> None:
         pass
 
 
-def test_consolidate_under_the_lock(pg_url: str) -> None:
-    """How the engine will wire it: `with backend.consolidation_lock(ns): mem.consolidate()`."""
+def test_consolidate_waits_for_another_instances_lock(pg_url: str) -> None:
+    """`Memory.consolidate()` takes `backend.consolidation_lock(namespace)`: while another
+    instance holds it, consolidation waits; once released, it runs."""
     from polymem._postgres import PostgresBackend
 
     clock = FakeClock()
     eng = _engine("default", None, clock, None, None, None, None, None, 8000)
-    mem = polymem.Memory(PostgresBackend(pg_url), eng)
+    mem = polymem.Memory(PostgresBackend(pg_url), eng)  # type: ignore[arg-type]
+    other = PostgresBackend(pg_url)
     try:
         a = mem.save("I like blue", user_id="ann", category="preference")
         mem.save("I like blue.", user_id="ann", category="preference")
-        with mem.backend.consolidation_lock(mem.namespace, timeout=5):  # type: ignore[attr-defined]
-            report = call(mem.consolidate())
-        assert list(report.merged) == [a.memory_id]
+        reports: list[Any] = []
+        with other.consolidation_lock("default"):
+            worker = threading.Thread(target=lambda: reports.append(call(mem.consolidate())))
+            worker.start()
+            time.sleep(1.0)
+            assert reports == []  # waiting for the lock
+        worker.join(timeout=30)
+        assert list(reports[0].merged) == [a.memory_id]
     finally:
         mem.close()
+        other.close()

@@ -328,6 +328,8 @@ def _compile_one_pg(field: str, op: str, value: Any, alias: str) -> tuple[str, b
                 [*params, scalar, *params, scalar])
     if op == "$ne":
         return f"({column} IS NULL OR {column} <> %s)", [scalar]
+    if field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
+        return f"({column} IS NULL OR {column} {_PG_OPS[op]} %s)", [scalar]
     return f"{column} {_PG_OPS[op]} %s", [scalar]
 
 
@@ -370,7 +372,7 @@ class Plans:
 
     # One-statement reads run without BEGIN/COMMIT (a statement is its own snapshot).
     READS = frozenset({"get", "list", "search", "count_foreign_vectors", "session_info", "session_messages",
-                       "sessions_expired", "pending_reembed"})
+                       "sessions_expired", "pending_reembed", "vectors"})
 
     def __init__(self) -> None:
         self.known_models: set[str] = set()
@@ -604,6 +606,14 @@ class Plans:
             vector = vector_from_bytes(row[19]) if record.embedding_model == model_id else None
             out.append((record, vector))
         return out
+
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> PgPlan:
+        if not memory_ids:
+            return {}
+        rows = yield Q("SELECT memory_id, vector_send(vector) FROM polymem_memories WHERE namespace = %s "
+                       "AND memory_id = ANY(%s) AND embedding_model = %s AND vector IS NOT NULL",
+                       (namespace, list(memory_ids), model_id))
+        return {r[0]: vector_from_bytes(r[1]) for r in rows}
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> PgPlan:
         clause = "" if namespace is None else "namespace = %s AND "
@@ -1115,6 +1125,9 @@ class PostgresBackend(Backend):
     # bulk
     def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         return self._call(self.plans.active_with_vectors, namespace, model_id)  # type: ignore[no-any-return]
+
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        return self._call(self.plans.vectors, namespace, memory_ids, model_id)  # type: ignore[no-any-return]
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
         return self._call(self.plans.pending_reembed, namespace, model_id, limit)  # type: ignore[no-any-return]

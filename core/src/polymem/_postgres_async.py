@@ -193,6 +193,9 @@ class AsyncPostgresBackend:
                                   model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         return await self._call(self.plans.active_with_vectors, namespace, model_id)  # type: ignore[no-any-return]
 
+    async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        return await self._call(self.plans.vectors, namespace, memory_ids, model_id)  # type: ignore[no-any-return]
+
     async def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
         return await self._call(self.plans.pending_reembed, namespace, model_id, limit)  # type: ignore[no-any-return]
 

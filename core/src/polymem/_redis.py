@@ -427,7 +427,8 @@ _SESSION_METHODS = ("session_touch", "session_info", "session_list", "session_ap
                     "session_evict", "session_forget", "session_set_summary", "session_delete", "sessions_expired",
                     "export_sessions")
 _LONG_TERM_METHODS = ("insert", "get", "list", "update", "delete", "history", "search", "count_foreign_vectors",
-                      "reinforce", "flush", "active_with_vectors", "pending_reembed", "set_vectors", "export_page")
+                      "reinforce", "flush", "active_with_vectors", "pending_reembed", "set_vectors", "export_page",
+                      "vectors")
 
 
 class CompositeBackend:

@@ -30,11 +30,11 @@ class ScoringPolicy:
     decay: bool = True
     reinforce: bool = True
     rank_bonus: tuple[float, ...] = (0.1, 0.05, 0.05, 0.05, 0.05)
-    live_weight: float = 0.3
+    live_weight: float = 0.15
     min_similarity: float = 0.25
     relative_floor: float = 0.15
     relative_margin: float = 0.1
-    vector_weight: float = 0.7
+    vector_weight: float = 0.4
     archive_below: float = 0.05
     merge_similarity: float = 0.92
     contradiction_similarity: float = 0.55

@@ -35,7 +35,14 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-bench: install
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: bench/requirements-bench.txt core/pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q torch==2.13.0
+	$(BENCH_VENV)/bin/pip install -q -e "core[local,onnx,export,postgres]" -r bench/requirements-bench.txt
+	touch $@
+
+bench: install $(BENCH_VENV)/.installed
 	$(PY) bench/run_all.py
 
 clean:

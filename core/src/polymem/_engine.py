@@ -143,6 +143,8 @@ class Engine:
             raise InvalidInput(f"{what} must be a string, got {type(content).__name__}")
         if not content.strip():
             raise EmptyContentError(f"{what} is empty")
+        if "\x00" in content:  # PostgreSQL text cannot hold it; refuse it everywhere alike
+            raise InvalidInput(f"{what} contains a NUL character")
         if len(content) > self.max_content_chars:
             raise ContentTooLargeError(
                 f"{what} has {len(content)} characters; the limit is {self.max_content_chars} "

@@ -102,6 +102,11 @@ class MemoryConformance:
             call(mem.save(content, user_id="ann"))
         assert call(mem.list(user_id="ann")) == []
 
+    def test_nul_characters_are_refused(self, mem: Any) -> None:
+        with pytest.raises(InvalidInput):
+            call(mem.save("I like\x00 blue", user_id="ann"))
+        assert call(mem.list(user_id="ann")) == []
+
     @pytest.mark.parametrize("importance", [-0.1, 1.5, "high", True])
     def test_out_of_range_importance_is_refused(self, mem: Any, importance: Any) -> None:
         with pytest.raises(InvalidInput):

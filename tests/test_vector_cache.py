@@ -1,0 +1,73 @@
+"""The SQLite store's in-process vector cache stays exact while memories are written between recalls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import polymem
+from polymem.testing import FakeClock
+
+
+class VectorTable:
+    """An embedder for tests that only pass precomputed vectors."""
+
+    model_id = "test/unit-vectors"
+    dimension = 16
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (self.dimension - 1) for _ in texts]
+
+
+def unit_vectors(n: int, seed: int = 0) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(n, VectorTable.dimension)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def nearest(mem: polymem.Memory, vector: np.ndarray) -> str:
+    return mem.nearest(vector, user_id="u", top_k=1)[0][0].memory_id
+
+
+def test_every_memory_saved_between_recalls_is_found_by_its_own_vector(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(300)
+    ids = []
+    for i, vector in enumerate(vectors):
+        ids.append(mem.save(f"memory number {i}", user_id="u", vector=vector).memory_id)
+        assert nearest(mem, vector) == ids[-1]
+    assert [nearest(mem, v) for v in vectors] == ids
+    mem.close()
+
+
+def test_deleting_from_the_middle_keeps_every_other_memory_findable(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(200, seed=1)
+    drafts = [polymem.MemoryDraft(f"memory number {i}") for i in range(200)]
+    ids = [r.memory_id for r in mem.save_many(drafts, user_id="u", vectors=vectors)]
+    nearest(mem, vectors[0])  # the cache is loaded before the deletes
+    gone = set(ids[10:190:7])
+    for memory_id in gone:
+        mem.delete(memory_id)
+    for memory_id, vector in zip(ids, vectors):
+        if memory_id not in gone:
+            assert nearest(mem, vector) == memory_id
+    found = {record.memory_id for v in vectors for record, _ in mem.nearest(v, user_id="u", top_k=3)}
+    assert not found & gone
+    mem.close()
+
+
+def test_re_embedded_content_replaces_the_old_vector_in_recall(tmp_path: Path) -> None:
+    embedder = VectorTable()
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=embedder, clock=FakeClock())
+    old = unit_vectors(1, seed=2)[0]
+    others = unit_vectors(50, seed=3)
+    mem.save_many([polymem.MemoryDraft(f"other {i}") for i in range(50)], user_id="u", vectors=others)
+    record = mem.save("the memory that moves", user_id="u", vector=old)
+    assert nearest(mem, old) == record.memory_id
+    mem.update(record.memory_id, content="the memory that moved")  # re-embedded by the store's embedder
+    new = np.array(embedder.embed(["the memory that moved"])[0], dtype=np.float32)
+    assert nearest(mem, new) == record.memory_id
+    assert all(memory.memory_id != record.memory_id or similarity < 0.99
+               for memory, similarity in mem.nearest(old, user_id="u", top_k=5))
+    mem.close()

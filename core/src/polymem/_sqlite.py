@@ -245,7 +245,8 @@ class _ScopeBlock:
         self.size = last
 
     def vector(self, rowid: int) -> np.ndarray:
-        return self.matrix[self.slots[rowid]]
+        vector: np.ndarray = self.matrix[self.slots[rowid]]
+        return vector
 
 
 class _VectorCache:

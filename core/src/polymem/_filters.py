@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ._errors import InvalidFilterError
@@ -18,18 +18,20 @@ _SQL_OPS = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte
 _KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def to_micros(value: datetime) -> int:
     """Aware datetime → integer microseconds since the epoch (exact, sortable)."""
     aware = require_aware(value)
-    delta = aware - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = aware - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_micros(value: int | None) -> datetime | None:
     if value is None:
         return None
-    seconds, micros = divmod(int(value), 1_000_000)
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=micros)
+    return _EPOCH + timedelta(microseconds=int(value))
 
 
 def _time_value(field: str, value: Any) -> int:
@@ -145,4 +147,6 @@ def _compile_one(field: str, op: str, value: Any, alias: str) -> tuple[str, list
 
 
 def dumps(value: Any) -> str:
+    if not value and isinstance(value, (dict, list)):  # most records carry no metadata or entities
+        return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(value, ensure_ascii=False, sort_keys=True)

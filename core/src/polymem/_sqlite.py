@@ -13,10 +13,12 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import os
 import queue
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -105,6 +107,9 @@ MIGRATIONS: builtins.list[str] = [
 # tells; the vector search covers such queries.
 MAX_TERM_DOCS = 5000
 
+# Reinforcements arriving within this long of each other are written in one transaction.
+REINFORCE_WINDOW_S = 0.1
+
 _RECORD_COLUMNS = (
     "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
     "metadata, created_at, updated_at, last_accessed_at, access_count, expire_at, embedding_model, version, status"
@@ -178,6 +183,34 @@ def _single_threaded_blas() -> Any:
 
 
 _NEVER = np.iinfo(np.int64).max
+
+
+# Below this many rows one core finishes a matrix-vector product before a second would start.
+PARALLEL_ROWS = 32_768
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`matrix @ query`; a large matrix is split across the cores, each part on one BLAS thread.
+
+    The product is memory-bound and two cores read memory faster than one, but BLAS's own
+    threads spin while they wait and collapse on a busy machine; plain threads just queue."""
+    global _POOL
+    workers = min(4, os.cpu_count() or 1)
+    with _single_threaded_blas():
+        if len(matrix) < PARALLEL_ROWS or workers == 1:
+            sims: np.ndarray = matrix @ query
+            return sims
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(workers - 1, thread_name_prefix="polymem-matvec")
+        sims = np.empty(len(matrix), dtype=np.result_type(matrix, query))
+        bounds = np.linspace(0, len(matrix), workers + 1).astype(int)
+        parts = [_POOL.submit(np.matmul, matrix[a:b], query, out=sims[a:b])
+                 for a, b in zip(bounds[1:-1], bounds[2:])]
+        np.matmul(matrix[: bounds[1]], query, out=sims[: bounds[1]])
+        for part in parts:
+            part.result()
+        return sims
 
 
 class _ScopeBlock:
@@ -318,6 +351,7 @@ class SQLiteBackend(Backend):
         self._queue: queue.Queue[tuple[str, list[tuple[str, float]], int] | None] = queue.Queue()
         self._pending = 0
         self._pending_cv = threading.Condition()
+        self._flush_requested = threading.Event()
         self._worker = threading.Thread(target=self._bookkeeping, name="polymem-bookkeeping", daemon=True)
         self._worker.start()
 
@@ -602,8 +636,7 @@ class SQLiteBackend(Backend):
                 rowids, matrix = rowids[mask], matrix[mask]
             if not len(rowids):
                 continue
-            with _single_threaded_blas():
-                sims = matrix @ query
+            sims = _similarities(matrix, query)
             if len(sims) > request.limit:
                 top = np.argpartition(-sims, request.limit)[: request.limit]
                 rowids, sims = rowids[top], sims[top]
@@ -677,6 +710,10 @@ class SQLiteBackend(Backend):
             item = self._queue.get()
             if item is None:
                 return
+            # Gather the reinforcements of recalls made in quick succession into one write:
+            # a transaction per recall cost a busy agent ~4 ms of every recall.
+            self._flush_requested.wait(REINFORCE_WINDOW_S)
+            self._flush_requested.clear()
             batch = [item]
             while True:
                 try:
@@ -703,6 +740,7 @@ class SQLiteBackend(Backend):
                     self._pending_cv.notify_all()
 
     def flush(self) -> None:
+        self._flush_requested.set()
         with self._pending_cv:
             self._pending_cv.wait_for(lambda: self._pending == 0, timeout=60)
 

@@ -13,6 +13,7 @@ import hashlib
 import math
 import re
 import unicodedata
+from functools import lru_cache
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf"
@@ -45,6 +46,12 @@ def _normalise_spelling(word: str) -> str:
     return word.replace("our", "or") if word.endswith(("our", "ours")) and len(word) > 5 else word
 
 
+@lru_cache(maxsize=1 << 16)
+def _term(token: str) -> str:
+    """The indexed form of one word (words repeat, so this is cached)."""
+    return _stem(_normalise_spelling(token))
+
+
 def terms(text: str, *, for_query: bool = False) -> list[str]:
     """Full-text terms of `text`; a query drops stopwords (unless nothing else remains)."""
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -63,7 +70,7 @@ def terms(text: str, *, for_query: bool = False) -> list[str]:
         if for_query and token in STOPWORDS:
             stop_dropped.append(token)
             continue
-        out.append(_stem(_normalise_spelling(token)))
+        out.append(_term(token))
     if for_query and not out:
         out = [_stem(t) for t in stop_dropped]
     return out

@@ -258,7 +258,7 @@ class ImportReport:
 
 def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """Validate user metadata: a JSON object with string keys."""
-    if metadata is None:
+    if metadata is None or metadata == {}:
         return {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) for k in metadata):
         raise InvalidInput("metadata must be a dict with string keys")

@@ -54,19 +54,21 @@ def _term(token: str) -> str:
 
 def terms(text: str, *, for_query: bool = False) -> list[str]:
     """Full-text terms of `text`; a query drops stopwords (unless nothing else remains)."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
     out: list[str] = []
     stop_dropped: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        token = match.group(0)
-        if _CJK_RE.match(token):
-            chars = list(token)
-            out.extend(chars)
-            out.extend(a + b for a, b in zip(chars, chars[1:]))
-            continue
-        token = token.replace("’", "'").split("'")[0]
-        if not token:
-            continue
+    for token in _TOKEN_RE.findall(text):
+        if not token.isascii():
+            if _CJK_RE.match(token):
+                chars = list(token)
+                out.extend(chars)
+                out.extend(a + b for a, b in zip(chars, chars[1:]))
+                continue
+            token = token.replace("’", "'")
+        if "'" in token:
+            token = token.split("'")[0]
+            if not token:
+                continue
         if for_query and token in STOPWORDS:
             stop_dropped.append(token)
             continue

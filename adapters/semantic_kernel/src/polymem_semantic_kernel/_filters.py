@@ -10,6 +10,7 @@ from xml.sax.saxutils import escape
 
 from pydantic_core import to_jsonable_python
 from semantic_kernel.contents.chat_history import ChatHistory
+from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.filters.auto_function_invocation.auto_function_invocation_context import (
     AutoFunctionInvocationContext,
@@ -98,7 +99,7 @@ class PolymemMemoryFilter:
         if self._capture_user_turns and context.chat_history is not None:
             await self.record_user_turn(_last_user_text(context.chat_history))
         if self._capture_tool_results and context.function_result is not None:
-            call = context.function_call_content
+            call = _function_call(context)
             await self.record_tool_result(
                 context.function.fully_qualified_name,
                 arguments=dict(context.arguments or {}),
@@ -189,4 +190,21 @@ def _last_user_text(history: ChatHistory) -> str | None:
     for message in reversed(history.messages):
         if message.role == AuthorRole.USER and message.content:
             return message.content
+    return None
+
+
+def _function_call(context: AutoFunctionInvocationContext) -> FunctionCallContent | None:
+    """The model's call behind this invocation (its id makes the tool result idempotent)."""
+    call: FunctionCallContent | None = getattr(context, "function_call_content", None)
+    if call is not None or context.chat_history is None:
+        return call
+    # Older semantic-kernel (1.28) has no `function_call_content`: the call is in the latest assistant message with calls.
+    for message in reversed(context.chat_history.messages):
+        calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
+        if calls:
+            named = [c for c in calls if c.name == context.function.fully_qualified_name]
+            if len(named) > 1:
+                arguments = dict(context.arguments or {})
+                named = [c for c in named if (c.to_kernel_arguments() or {}) == arguments] or named
+            return named[0] if len(named) == 1 else None
     return None

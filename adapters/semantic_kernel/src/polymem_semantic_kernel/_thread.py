@@ -51,7 +51,9 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         consolidate_on_delete: bool = False,
         **session_options: Any,
     ) -> None:
-        super().__init__(chat_history=None, thread_id=thread_id or f"thread_{uuid.uuid4().hex}")
+        thread_id = thread_id or f"thread_{uuid.uuid4().hex}"
+        super().__init__(chat_history=None, thread_id=thread_id)
+        self._id = thread_id  # semantic-kernel 1.28 kept it in `_thread_id` until create(); the session needs it now
         self._store = store
         self._user_id = user_id
         self._agent_id = agent_id

@@ -8,9 +8,12 @@ serialization failure or deadlock.
 
 - Vectors are pgvector `vector` columns; each embedding model gets its own
   partial HNSW index (`(vector::vector(dim)) WHERE embedding_model = '<model>'`),
-  so vector spaces never mix. A recall scoped to one user takes an exact path
-  through the btree on the scope (HNSW with a per-user filter drops rows); a
-  recall over every user uses HNSW with `hnsw.iterative_scan`.
+  so vector spaces never mix. A recall scoped to one user is exact (HNSW with a
+  per-user filter drops rows): an index-only scan of the model's covering btree
+  `(namespace, user_id) INCLUDE (id, expire_at, vector)`, where a user's vectors
+  sit side by side (models up to 576 dimensions; above, and for keys too long
+  for a btree entry, the same exact scan goes through the heap). A recall over
+  every user uses HNSW with `hnsw.iterative_scan`.
 - Full text is a `tsvector` of the terms `_text.terms()` computes (CJK bigrams
   included), written position by position with no dictionary, plus a scope
   lexeme so a per-user search intersects posting lists instead of filtering.
@@ -26,6 +29,7 @@ serialization failure or deadlock.
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import json
 import queue
@@ -133,6 +137,30 @@ MIGRATIONS: builtins.list[str] = [
     """
     ALTER TABLE polymem_memories SET (fillfactor = 80);
     """,
+    # 4: per-user exact vector search reads one btree, not the heap: per model, a covering index on
+    # the scope holding the vectors (`_scan_index_sql`), built here for the models already registered
+    # (every new model gets one with its HNSW index). Recall bookkeeping stays a HOT update (no indexed
+    # column changes); vacuum runs sooner so index-only scans find pages marked all-visible. Rows up
+    # to 4000 bytes stay whole in the heap (a 384-d row is ~2.1 KB: by default about half of them had
+    # their vector moved to TOAST, one more index probe and page per row read or written).
+    """
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT model_id, dimension, index_name FROM polymem_vector_indexes LOOP
+            IF 2560 - 4 * r.dimension >= 256 THEN
+                EXECUTE format(
+                    'CREATE INDEX IF NOT EXISTS %I ON polymem_memories (namespace, user_id) '
+                    'INCLUDE (id, expire_at, vector) WHERE embedding_model = %L AND status = ''active'' '
+                    'AND vector IS NOT NULL AND length(namespace) + length(user_id) <= %s',
+                    'polymem_scan_' || substr(r.index_name, length('polymem_hnsw_') + 1),
+                    r.model_id, (2560 - 4 * r.dimension) / 4);
+            END IF;
+        END LOOP;
+    END $$;
+    ALTER TABLE polymem_memories SET (autovacuum_vacuum_scale_factor = 0.02,
+                                      autovacuum_vacuum_insert_scale_factor = 0.02, toast_tuple_target = 4000);
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time
@@ -185,7 +213,8 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 def record_values(record: MemoryRecord) -> tuple[Any, ...]:
     return (
         record.memory_id, record.namespace, record.user_id, record.agent_id, record.session_id, record.content,
-        record.category, record.source, float(record.importance), list(record.entities), dumps(record.metadata),
+        record.category, record.source, float(record.importance), list(record.entities),
+        dumps(record.metadata) if record.metadata else "{}",
         record.created_at, record.updated_at, record.last_accessed_at, record.access_count, record.expire_at,
         record.embedding_model, record.version, record.status,
     )
@@ -208,38 +237,78 @@ def _hash64(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_lexeme(namespace: str, user_id: str | None) -> str:
     return "zs" + hashlib.sha1(f"{namespace}\x00{user_id or ''}".encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=256)
 def namespace_lexeme(namespace: str) -> str:
     return "zn" + hashlib.sha1(namespace.encode()).hexdigest()[:16]
 
 
 def _quote_lexeme(term: str) -> str:
-    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+    if "'" in term or "\\" in term:
+        term = term.replace("\\", "\\\\").replace("'", "''")
+    return "'" + term + "'"
+
+
+def _too_long(term: str) -> bool:
+    """A lexeme PostgreSQL refuses (2 KB and more); under 500 characters a string is short enough."""
+    return len(term) > 500 and len(term.encode()) > 2000
 
 
 def tsvector_literal(namespace: str, user_id: str | None, terms: Sequence[str]) -> str:
     """A tsvector written lexeme by lexeme (no parser, no dictionary), with positions
     so term frequency and length count in the rank."""
     positions: dict[str, builtins.list[int]] = {}
-    for n, term in enumerate([namespace_lexeme(namespace), scope_lexeme(namespace, user_id), *terms], start=1):
-        if not term or len(term.encode()) > 2000:
+    for n, term in enumerate((namespace_lexeme(namespace), scope_lexeme(namespace, user_id), *terms), start=1):
+        if not term or _too_long(term):
             continue
-        slot = positions.setdefault(term, [])
-        if len(slot) < 255:
-            slot.append(min(n, 16383))
-    return " ".join(f"{_quote_lexeme(t)}:{','.join(map(str, p))}" for t, p in positions.items())
+        slot = positions.get(term)
+        if slot is None:
+            positions[term] = [n if n < 16383 else 16383]
+        elif len(slot) < 255:
+            slot.append(n if n < 16383 else 16383)
+    return " ".join([f"{_quote_lexeme(t)}:{p[0]}" if len(p) == 1 else f"{_quote_lexeme(t)}:{','.join(map(str, p))}"
+                     for t, p in positions.items()])
 
 
 def tsquery_literal(scope: str, terms: Sequence[str]) -> str:
-    alternatives = " | ".join(_quote_lexeme(t) for t in terms if t and len(t.encode()) <= 2000)
+    alternatives = " | ".join(_quote_lexeme(t) for t in terms if t and not _too_long(t))
     return f"{_quote_lexeme(scope)} & ({alternatives})"
 
 
 def index_name(model_id: str) -> str:
     return "polymem_hnsw_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
+
+
+def scan_index_name(model_id: str) -> str:
+    return "polymem_scan_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
+
+
+def scan_key_chars(dimension: int) -> int | None:
+    """How many characters namespace + user_id may have for a row to sit in the model's covering
+    scan index, or None when vectors of this dimension leave no room for one.
+
+    A btree entry holds at most 2704 bytes: the vector takes 8 + 4·dim, headers and the two
+    8-byte columns under 64; the rest (kept under 2560 − 4·dim bytes, 4 bytes a character at
+    most in any server encoding) is for the two strings. Rows with longer keys, and models
+    above 576 dimensions, take the heap path (exact as well, slower)."""
+    room = 2560 - 4 * int(dimension)
+    return room // 4 if room >= 256 else None
+
+
+def _scan_index_sql(model_id: str, dimension: int) -> Any:
+    """The covering index of one model: a user's vectors side by side in btree order, read by an
+    index-only scan (no heap, no TOAST) when recall is scoped to that user."""
+    from psycopg import sql
+
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON polymem_memories (namespace, user_id) INCLUDE (id, expire_at, vector) "
+        "WHERE embedding_model = {} AND status = 'active' AND vector IS NOT NULL "
+        "AND length(namespace) + length(user_id) <= {}").format(
+            sql.Identifier(scan_index_name(model_id)), sql.Literal(model_id), sql.Literal(scan_key_chars(dimension)))
 
 
 # -- filters: the PostgreSQL twin of `_filters.compile_filter` --------------------------------------
@@ -348,11 +417,16 @@ PgPlan = Generator[Q, Any, Any]
 
 
 def _scope_sql(namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-               filter: dict[str, Any] | None) -> tuple[str, builtins.list[Any]]:
-    clauses = ["m.namespace = %s"]
+               filter: dict[str, Any] | None, indexable: bool = True) -> tuple[str, builtins.list[Any]]:
+    """The WHERE clause of a scope and filter. `indexable=False` writes namespace and user as
+    `IS NOT DISTINCT FROM` (same rows for a non-null value), which no btree serves: the full-text
+    search then stays on its GIN index, whose query already holds the scope lexeme, instead of
+    AND-ing it with a bitmap of every row of the user."""
+    eq = "=" if indexable else "IS NOT DISTINCT FROM"
+    clauses = [f"m.namespace {eq} %s"]
     params: builtins.list[Any] = [namespace]
     if user_id is not None:
-        clauses.append("m.user_id = %s")
+        clauses.append(f"m.user_id {eq} %s")
         params.append(user_id)
     if agent_id is not None:
         clauses.append("m.agent_id = %s")
@@ -401,6 +475,8 @@ class Plans:
             "CREATE INDEX IF NOT EXISTS {} ON polymem_memories USING hnsw ((vector::vector({})) vector_cosine_ops) "
             "WHERE embedding_model = {}").format(sql.Identifier(name), sql.Literal(int(dimension)),
                                                    sql.Literal(model_id)), None, "none")
+        if scan_key_chars(dimension) is not None:
+            yield Q(_scan_index_sql(model_id, dimension), None, "none")
         yield Q("INSERT INTO polymem_vector_indexes (model_id, dimension, index_name) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING", (model_id, int(dimension), name), "none")
 
@@ -517,53 +593,69 @@ class Plans:
 
     # search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> PgPlan:
+        from psycopg import sql
+
+        live = " AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > %s)"
         where, params = _scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
                                    request.filter)
-        where += " AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > %s)"
+        where += live
         params.append(request.now)
         parts: builtins.list[str] = []
         args: builtins.list[Any] = []
         query = request.query_vector
         model = request.model_id
         if query is not None and model is not None:
+            dim = int(len(query))
+            # The model as a literal, so the planner can prove the partial indexes' predicates.
+            model_sql = sql.Literal(model).as_string(None).replace("%", "%%")
             if request.user_id is None:
                 # Every user: HNSW (the index expression and the model literal must match the index);
                 # each connection runs with hnsw.iterative_scan, so a filter never starves the LIMIT.
-                dim = int(len(query))
-                from psycopg import sql
-
-                model_sql = sql.Literal(model).as_string(None).replace("%", "%%")
                 parts.append(
-                    f"v AS (SELECT m.id FROM polymem_memories m WHERE m.embedding_model = {model_sql} AND {where} "
-                    f"ORDER BY (m.vector::vector({dim})) <=> %s::vector({dim}) LIMIT %s)")
+                    f"v AS (SELECT m.id, (m.vector::vector({dim})) <=> %s::vector({dim}) AS d FROM polymem_memories m "
+                    f"WHERE m.embedding_model = {model_sql} AND {where} ORDER BY 2 LIMIT %s)")
             else:
-                # One user: exact, through the btree on the scope; `m.vector` (not the index
-                # expression) keeps the planner off HNSW, whose post-filter would drop rows.
+                # One user: exact. `m.vector` (not the HNSW expression) keeps the planner off HNSW, whose
+                # post-filter would drop rows; the length bound (true for this scope, so it changes no
+                # result) lets it read the user's vectors from the model's covering scan index alone.
+                chars = scan_key_chars(dim)
+                fits = chars is not None and len(request.namespace) + len(request.user_id) <= chars
+                bound = f" AND length(m.namespace) + length(m.user_id) <= {chars}" if fits else ""
                 parts.append(
-                    f"v AS (SELECT m.id FROM polymem_memories m WHERE m.embedding_model = %s AND m.vector IS NOT NULL "
-                    f"AND {where} ORDER BY m.vector <=> %s::vector LIMIT %s)")
-                args.append(model)
-            args.extend([*params, query, request.limit])
+                    f"v AS (SELECT m.id, m.vector <=> %s::vector AS d FROM polymem_memories m "
+                    f"WHERE m.embedding_model = {model_sql} AND m.vector IS NOT NULL AND {where}{bound} "
+                    "ORDER BY 2 LIMIT %s)")
+            args.extend([query, *params, request.limit])
         if request.terms:
             scope = scope_lexeme(request.namespace, request.user_id) if request.user_id is not None \
                 else namespace_lexeme(request.namespace)
+            text_where, text_params = _scope_sql(request.namespace, request.user_id, request.agent_id,
+                                                 request.category, request.filter, indexable=False)
             parts.append(
                 "t AS (SELECT m.id, ts_rank(m.tsv, q.q, 1) AS r FROM polymem_memories m, "
-                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {where} ORDER BY r DESC, m.id LIMIT %s)")
-            args.extend([tsquery_literal(scope, request.terms), *params, request.limit])
+                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {text_where}{live} ORDER BY r DESC, m.id LIMIT %s)")
+            args.extend([tsquery_literal(scope, request.terms), *text_params, request.now, request.limit])
         if not parts:
             return []
-        ids = " UNION ALL ".join(f"SELECT id FROM {p.split(' ', 1)[0]}" for p in parts)
+        vector_part = query is not None and model is not None
+        branches = []
+        if vector_part:
+            branches.append("SELECT id, d FROM v")
+        if request.terms:
+            branches.append("SELECT id, NULL::float8 FROM t")
         sim = "NULL::float8"
         tail: builtins.list[Any] = []
-        if query is not None and model is not None:
-            sim = "CASE WHEN m.embedding_model = %s AND m.vector IS NOT NULL THEN 1 - (m.vector <=> %s::vector) END"
+        if vector_part:
+            # The vector candidates bring their distance; a full-text-only one is measured here.
+            sim = ("CASE WHEN ids.d IS NOT NULL THEN 1 - ids.d WHEN m.embedding_model = %s AND m.vector IS NOT NULL "
+                   "THEN 1 - (m.vector <=> %s::vector) END")
             tail = [model, query]
         rank = "t.r" if request.terms else "NULL::float4"
         join = "LEFT JOIN t ON t.id = m.id" if request.terms else ""
         # Only what scoring reads: the engine fetches full records for the final top-k.
         rows = yield Q(
-            f"WITH {', '.join(parts)}, ids AS (SELECT DISTINCT id FROM ({ids}) u) "
+            f"WITH {', '.join(parts)}, ids AS (SELECT id, min(d) AS d FROM ({' UNION ALL '.join(branches)}) u(id, d) "
+            "GROUP BY id) "
             "SELECT m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, "
             f"{sim}, {rank} FROM ids JOIN polymem_memories m ON m.id = ids.id {join}", (*args, *tail))
         best = max((r[7] for r in rows if r[7] is not None), default=0.0)
@@ -663,9 +755,10 @@ class Plans:
         return out
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
-                    now: datetime, with_sessions: bool = True) -> PgPlan:
+                    now: datetime, with_sessions: bool = True, staged: Staged | None = None) -> PgPlan:
         """Bulk import: binary COPY into a staging table, then one INSERT that skips ids
-        (or idempotency keys) already present."""
+        (or idempotency keys) already present. `staged`: `stage_import(namespace, rows)`,
+        when the caller made it beforehand (`bulk_import` does, while the previous batch loads)."""
         report = ImportReport()
         if rows:
             models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
@@ -676,17 +769,9 @@ class Plans:
             else:
                 for model, dim in models:
                     yield from self._ensure_index(model, dim)
+            stage, versions = staged if staged is not None else stage_import(namespace, rows)
             yield Q(_STAGE_DDL, None, "none")
             yield Q("TRUNCATE polymem_stage, polymem_stage_versions", None, "none")
-            stage: builtins.list[tuple[Any, ...]] = []
-            versions: builtins.list[tuple[Any, ...]] = []
-            for n, item in enumerate(rows):
-                record: MemoryRecord = item["record"]
-                vector = item.get("vector")
-                stage.append((n, *record_values(record), item["content_hash"],
-                              None if vector is None else vector_bytes(vector), item.get("idempotency_key"),
-                              tsvector_literal(namespace, record.user_id, item["terms"])))
-                versions.extend((record.memory_id, v["version"], dumps(v)) for v in item["versions"])
             yield Q(f"COPY polymem_stage (n, {_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",
                     _STAGE_TYPES)
             yield Q("COPY polymem_stage_versions (memory_id, version, record) FROM STDIN (FORMAT BINARY)", versions,
@@ -713,7 +798,7 @@ class Plans:
         if model_id is None:
             return
         yield Q("SELECT pg_advisory_xact_lock(%s)", (_hash64("index:" + model_id),), "none")
-        yield Q(f"DROP INDEX IF EXISTS {index_name(model_id)}", None, "none")
+        yield Q(f"DROP INDEX IF EXISTS {index_name(model_id)}, {scan_index_name(model_id)}", None, "none")
         yield Q("DELETE FROM polymem_vector_indexes WHERE model_id = %s", (model_id,), "none")
         self.known_models.discard(model_id)
 
@@ -831,6 +916,34 @@ class Plans:
         rows = yield Q("SELECT session_id FROM polymem_sessions WHERE namespace = %s AND expire_at IS NOT NULL "
                        "AND expire_at <= %s", (namespace, now))
         return [r[0] for r in rows]
+
+
+Staged = tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]
+
+
+def stage_import(namespace: str, rows: Sequence[dict[str, Any]]) -> Staged:
+    """Import rows as the staging COPYs take them: (memories, versions).
+
+    Within the batch the first row of a memory id or of an idempotency key wins, as it
+    would row by row; the later ones count as duplicates, like rows already stored."""
+    stage: builtins.list[tuple[Any, ...]] = []
+    versions: builtins.list[tuple[Any, ...]] = []
+    ids: set[str] = set()
+    keys: set[str] = set()
+    for item in rows:
+        record: MemoryRecord = item["record"]
+        key = item.get("idempotency_key")
+        if record.memory_id in ids or (key is not None and key in keys):
+            continue
+        ids.add(record.memory_id)
+        if key is not None:
+            keys.add(key)
+        vector = item.get("vector")
+        stage.append((len(stage), *record_values(record), item["content_hash"],
+                      None if vector is None else vector_bytes(vector), key,
+                      tsvector_literal(namespace, record.user_id, item["terms"])))
+        versions.extend((record.memory_id, v["version"], dumps(v)) for v in item["versions"])
+    return stage, versions
 
 
 _STAGE_DDL = """
@@ -1151,32 +1264,54 @@ class PostgresBackend(Backend):
     def bulk_import(self, namespace: str, batches: Iterable[Sequence[dict[str, Any]]], now: datetime, *,
                     build_index: bool = True) -> ImportReport:
         """Load many batches (each its own transaction; rows as `import_rows` takes them) with
-        the HNSW index of their models dropped, then build each index once.
+        the vector indexes of their models (HNSW, covering scan index) dropped, then build each
+        once (`build_vector_indexes`).
 
-        A maintenance operation: until the build, global recalls are exact scans (per-user
-        recalls never use HNSW). A crash mid-way leaves no index; the next write of the model
-        creates it again.
+        A worker thread stages batch n+1 (rows to COPY tuples: tsvectors, versions, vector bytes)
+        while batch n loads; the next batch is only pulled from `batches` once that is done, so
+        the caller's own work never overlaps the load.
+
+        A maintenance operation: until the build, recalls are exact scans through the heap.
+        A crash mid-way leaves no index; the next write of the model creates them again.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
         report = ImportReport()
         models: dict[str, int] = {}
-        for batch in batches:
+
+        def load(batch: Sequence[dict[str, Any]], staged: Staged) -> None:
             for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in batch
                                if r.get("vector") is not None}:
                 if model is not None and model not in models:
                     models[model] = dim
                     self.plans.deferred.add(model)
                     self._call(self.plans.drop_vector_index, model)
-            part = self._call(self.plans.import_rows, namespace, batch, [], now)
+            part = self._call(self.plans.import_rows, namespace, batch, [], now, True, staged)
             report.imported += part.imported
             report.duplicates += part.duplicates
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-stage") as pool:
+            pending: tuple[Sequence[dict[str, Any]], Staged] | None = None
+            for batch in batches:
+                future = pool.submit(stage_import, namespace, batch)
+                if pending is not None:
+                    load(*pending)
+                pending = (batch, future.result())
+            if pending is not None:
+                load(*pending)
         if build_index:
             self.build_vector_indexes(models)
         return report
 
     def build_vector_indexes(self, models: dict[str, int] | None = None) -> None:
-        """Build the HNSW index of every deferred model (`{model_id: dimension}`)."""
+        """Build the vector indexes (HNSW, covering scan index) of every deferred model
+        (`{model_id: dimension}`), then VACUUM ANALYZE the memories: fresh statistics, and
+        pages marked all-visible, which index-only scans of the covering index need."""
         for model, dim in (models or {}).items():
             self._call(self.plans.build_vector_index, model, dim)
+        if models:
+            with self._pool.connection() as conn:
+                conn.execute("VACUUM (ANALYZE) polymem_memories")
 
     # working memory
     def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 BENCH_VENV_PYTHON = HERE.parent / ".venv-bench" / "bin" / "python"
-IN_BENCH_VENV = {"bench_alternatives.py"}
+IN_BENCH_VENV = {"bench_alternatives.py", "bench_autogen.py"}
 
 
 def main() -> int:

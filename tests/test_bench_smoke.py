@@ -1,5 +1,6 @@
 """The benchmark scripts still run (tiny sizes; the real runs are `make bench`)."""
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,3 +12,11 @@ def test_core_benchmark_runs_on_a_tiny_store() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_core.py"), "--sizes", "300", "--queries", "5",
                           "--no-record"], capture_output=True, text=True, check=True, timeout=600).stdout
     assert "| 300 | 1 |" in out and "| 300 | 100 |" in out
+
+
+def test_autogen_benchmark_runs_and_reports_chroma_as_not_measured_without_chromadb() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_autogen.py"), "--smoke"],
+                         capture_output=True, text=True, check=True, timeout=600).stdout
+    assert "| 200 | PolymemMemory" in out and "| 200 | ListMemory" in out
+    if importlib.util.find_spec("chromadb") is None:
+        assert "ChromaDBVectorMemory | – |" in out and "not measured" in out

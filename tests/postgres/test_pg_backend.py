@@ -182,6 +182,38 @@ def test_scoped_recall_reads_the_covering_index_and_falls_back_exactly(pg_url: s
         backend.close()
 
 
+def test_save_many_treats_duplicates_within_a_batch_like_saves_one_by_one(new_database: Any) -> None:
+    """One batch, looked up in two statements: the same outcome as saving item by item: a key
+    decides alone, without one the oldest active copy in scope wins, a keyed one of the batch
+    included."""
+    from polymem import MemoryDraft
+
+    clocks = [FakeClock(), FakeClock()]
+    embedder = HashEmbedder()
+    batched, single = (pg_memory(new_database(), embedder, clock) for clock in clocks)
+    texts = ["p", "x", "x", "y", "z", "y", "x", "w", "  X "]
+    keys = [None, None, None, "k1", "k1", None, "k2", None, None]
+    try:
+        outcomes = []
+        for mem, clock in zip((batched, single), clocks):
+            mem.save("p", user_id="ann")
+            mem.save("w", user_id="ann", agent_id="bot")  # another scope: not a duplicate of "w"
+            clock.advance(hours=1)
+            if mem is batched:
+                saved = mem.save_many([MemoryDraft(t) for t in texts], user_id="ann", idempotency_keys=keys)
+            else:
+                saved = [mem.save(t, user_id="ann", idempotency_key=k) for t, k in zip(texts, keys)]
+            ids = [r.memory_id for r in saved]
+            outcomes.append(([ids.index(i) for i in ids], [r.content for r in saved],
+                             [r.last_accessed_at for r in saved],
+                             sorted((r.content, str(r.last_accessed_at)) for r in mem.list(user_id="ann", limit=100))))
+        assert outcomes[0][0] == [0, 1, 1, 3, 3, 3, 6, 7, 1]
+        assert outcomes[0] == outcomes[1]
+    finally:
+        batched.close()
+        single.close()
+
+
 def test_import_keeps_the_first_of_duplicates_within_a_batch(pg_url: str) -> None:
     from polymem._postgres import PostgresBackend
 

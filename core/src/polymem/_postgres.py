@@ -493,33 +493,59 @@ class Plans:
                 (sorted(keys),), "none")
         for model, dim in {(i.record.embedding_model, len(i.vector)) for i in items if i.vector is not None}:
             yield from self._ensure_index(model, dim)
+        # What is already stored, for the whole batch in two statements: rows by idempotency key,
+        # and the oldest active row per (user, agent, content hash) for items without a key.
+        keyed = [(i.record.namespace, i.idempotency_key) for i in items if i.idempotency_key is not None]
+        by_key: dict[tuple[str, str], MemoryRecord] = {}
+        if keyed:
+            rows = yield Q(f"SELECT {_RECORD_COLUMNS}, m.idempotency_key FROM polymem_memories m "
+                           "JOIN unnest(%s::text[], %s::text[]) AS q(ns, k) ON m.namespace = q.ns "
+                           "AND m.idempotency_key = q.k", ([n for n, _ in keyed], [k for _, k in keyed]))
+            by_key = {(r[1], r[_NCOLS]): row_to_record(r) for r in rows}
+        plain = [i for i in items if i.idempotency_key is None]
+        by_hash: dict[tuple[str, str | None, str | None, str], MemoryRecord] = {}
+        if plain:
+            rows = yield Q(
+                f"SELECT DISTINCT ON (q.i) {_RECORD_COLUMNS}, m.content_hash FROM unnest(%s::text[], %s::text[], "
+                "%s::text[], %s::text[]) WITH ORDINALITY AS q(ns, u, a, h, i) JOIN polymem_memories m "
+                "ON m.namespace = q.ns AND m.content_hash = q.h AND m.user_id IS NOT DISTINCT FROM q.u "
+                "AND m.agent_id IS NOT DISTINCT FROM q.a AND m.status = 'active' ORDER BY q.i, m.id",
+                ([i.record.namespace for i in plain], [i.record.user_id for i in plain],
+                 [i.record.agent_id for i in plain], [i.content_hash for i in plain]))
+            by_hash = {(r[1], r[2], r[3], r[_NCOLS]): row_to_record(r) for r in rows}
+        # Then item by item, as if each were saved alone in this order: a key decides alone (two
+        # keys are two writes); without one, the oldest active copy of the content wins, an item
+        # of this batch included.
         results: builtins.list[tuple[MemoryRecord, bool]] = []
+        new: builtins.list[NewRecord] = []
+        touched: builtins.list[str] = []
         for item in items:
             rec = item.record
-            existing = yield from self._find_existing(item)
+            if item.idempotency_key is not None:
+                existing = by_key.get((rec.namespace, item.idempotency_key))
+            else:
+                existing = by_hash.get((rec.namespace, rec.user_id, rec.agent_id, item.content_hash))
             if existing is not None:
-                yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE memory_id = %s",
-                        (now, existing.memory_id), "none")
+                touched.append(existing.memory_id)
                 results.append((existing.replace(last_accessed_at=now), False))
                 continue
-            yield Q(f"INSERT INTO polymem_memories ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 22)}, %s::tsvector)",
-                    (*record_values(rec), item.content_hash, item.vector, item.idempotency_key,
-                     tsvector_literal(rec.namespace, rec.user_id, item.terms)), "none")
-            yield from self._write_version(rec)
+            if item.idempotency_key is not None:
+                by_key[(rec.namespace, item.idempotency_key)] = rec
+            if rec.status == "active":
+                by_hash.setdefault((rec.namespace, rec.user_id, rec.agent_id, item.content_hash), rec)
+            new.append(item)
             results.append((rec, True))
+        if new:
+            yield Q(f"INSERT INTO polymem_memories ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 22)}, %s::tsvector)",
+                    [(*record_values(i.record), i.content_hash, i.vector, i.idempotency_key,
+                      tsvector_literal(i.record.namespace, i.record.user_id, i.terms)) for i in new], "many")
+            yield Q("INSERT INTO polymem_memory_versions (memory_id, version, record) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record",
+                    [(i.record.memory_id, i.record.version, dumps(i.record.to_dict())) for i in new], "many")
+        if touched:
+            yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE memory_id = ANY(%s)",
+                    (now, sorted(set(touched))), "none")
         return results
-
-    def _find_existing(self, item: NewRecord) -> PgPlan:
-        rec = item.record
-        if item.idempotency_key is not None:  # a key decides alone: two keys are two writes
-            row = yield Q(f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s "
-                          "AND m.idempotency_key = %s", (rec.namespace, item.idempotency_key), "one")
-            return None if row is None else row_to_record(row)
-        row = yield Q(
-            f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s AND m.content_hash = %s "
-            "AND m.user_id IS NOT DISTINCT FROM %s AND m.agent_id IS NOT DISTINCT FROM %s AND m.status = 'active' "
-            "ORDER BY m.id LIMIT 1", (rec.namespace, item.content_hash, rec.user_id, rec.agent_id), "one")
-        return None if row is None else row_to_record(row)
 
     @staticmethod
     def _write_version(record: MemoryRecord) -> PgPlan:

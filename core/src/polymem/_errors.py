@@ -111,6 +111,12 @@ class PermissionDeniedError(PolymemError):
     code = "permission_denied"
 
 
+class LockTimeoutError(PolymemError, TimeoutError):
+    """The consolidation lock stayed taken by another instance past the timeout."""
+
+    code = "lock_timeout"
+
+
 class MissingDependencyError(PolymemError, ImportError):
     """An optional dependency is missing; the message names the pip line to run."""
 

@@ -48,6 +48,7 @@ import numpy as np
 from ._backend import Backend, Candidate, NewRecord, SearchRequest
 from ._errors import (
     InvalidFilterError,
+    LockTimeoutError,
     NotFoundError,
     PolymemError,
     StoreClosedError,
@@ -176,12 +177,6 @@ _INSERT_COLUMNS = (
 )
 _NCOLS = 19
 _RETRYABLE = ("40001", "40P01")  # serialization_failure, deadlock_detected
-
-
-class LockTimeoutError(PolymemError, TimeoutError):
-    """The consolidation lock stayed taken by another instance past the timeout."""
-
-    code = "lock_timeout"
 
 
 def _import_psycopg() -> Any:

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from ._backend import Backend, Candidate, NewRecord, SearchRequest
-from ._errors import PolymemError, StoreClosedError, missing_extra
+from ._errors import LockTimeoutError, PolymemError, StoreClosedError, missing_extra
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._postgres import (
-    LockTimeoutError,
     PgPlan,
     Plans,
     _hash64,

@@ -34,10 +34,10 @@ from datetime import datetime
 from typing import Any
 
 from ._backend import Backend
-from ._errors import missing_extra
+from ._errors import LockTimeoutError, missing_extra
 from ._filters import dumps, to_micros
 from ._models import ImportReport, Message, SessionInfo
-from ._postgres import LockTimeoutError, session_dict
+from ._postgres import session_dict
 from ._time import from_iso
 
 RedisPlan = Generator[tuple[Any, ...], Any, Any]

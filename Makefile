@@ -21,11 +21,16 @@ demo: install
 	$(PY) examples/cross_framework.py
 	$(PY) examples/demo.py
 
+# The whole suite in .venv (every adapter at the latest versions), then each adapter alone at the
+# lowest versions of its framework, in its own .venv-matrix/<adapter>-lowest (built with uv, rebuilt
+# when compat_matrix.yaml or a pyproject changes): both ends of compat_matrix.yaml.
 test: install
 	$(VENV)/bin/ruff check core/src tests scripts bench
 	$(VENV)/bin/mypy
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile
+	$(PY) scripts/compat.py run --end lowest
 
+# Every row of compat_matrix.yaml: each adapter alone at its lowest and at its latest versions.
 test-matrix: install
 	$(PY) scripts/compat.py run
 

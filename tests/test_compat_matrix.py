@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import tomllib
@@ -44,3 +45,70 @@ def test_adapter_requirements_admit_both_ends(adapter: str, package: str, ends: 
 @pytest.mark.parametrize("adapter, package, ends", ROWS)
 def test_this_environment_runs_the_latest_versions(adapter: str, package: str, ends: dict[str, str]) -> None:
     assert version(package) == ends["latest"]
+
+
+def test_a_row_installs_the_adapter_and_core_with_its_frameworks_pinned_exactly() -> None:
+    spec = MATRIX["adapters"]["langchain"]
+    core, adapter, *pins = compat.row_install("langchain", spec, "lowest")
+    assert core.endswith("core[local,server]") and adapter.endswith("adapters/langchain[test]")
+    assert {f"{pkg}=={ends['lowest']}" for pkg, ends in spec["frameworks"].items()} <= set(pins)
+    assert set(spec.get("extra_pins", {}).get("lowest", [])) <= set(pins)
+
+
+def _spec(tmp_path: Path, version: str = "1.0.0") -> dict[str, object]:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    return {"distribution": "x", "path": str(tmp_path), "frameworks": {"fw": {"lowest": version, "latest": "2.0"}}}
+
+
+def test_a_rows_stamp_changes_with_its_matrix_entry_and_its_pyproject(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    stamp = compat.row_stamp(spec, compat.row_install("x", spec, "lowest"))
+    assert stamp == compat.row_stamp(spec, compat.row_install("x", spec, "lowest"))
+    raised = _spec(tmp_path, "1.1.0")
+    assert compat.row_stamp(raised, compat.row_install("x", raised, "lowest")) != stamp
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["fw>=1"]\n')
+    assert compat.row_stamp(spec, compat.row_install("x", spec, "lowest")) != stamp
+
+
+def test_uv_gets_the_local_torch_wheel_and_refuses_to_go_without_it(tmp_path: Path, monkeypatch) -> None:
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    monkeypatch.setattr(compat, "WHEELS", tmp_path)
+    with pytest.raises(SystemExit):
+        compat.torch_wheel()
+    wheel = tmp_path / f"torch-{compat.TORCH}+cpu-{tag}-{tag}-manylinux_2_28_x86_64.whl"
+    wheel.touch()
+    commands: list[list[str]] = []
+
+    def run(cmd: list[str], **kwargs: object) -> SimpleNamespace:
+        commands.append(cmd)
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(compat.subprocess, "run", run)
+    assert compat.build_row(tmp_path / "venv", ["core", "adapter", "fw==1.0.0"], {})
+    install = next(c for c in commands if "install" in c and "pip" in c)
+    assert str(wheel) in install and install[install.index("--find-links") + 1] == str(tmp_path)
+    assert not [arg for arg in install if arg.startswith("torch") and arg != str(wheel)]
+
+
+def test_a_latest_row_equal_to_its_lowest_runs_once_and_failures_fail_the_run(monkeypatch) -> None:
+    matrix = {"adapters": {
+        "same": {"path": "a", "frameworks": {"fw": {"lowest": "1.0", "latest": "1.0"}}},
+        "two": {"path": "b", "frameworks": {"fw": {"lowest": "1.0", "latest": "2.0"}}},
+    }}
+    ran: list[str] = []
+    verdicts = {"two-latest": False}
+    monkeypatch.setattr(compat, "load", lambda: matrix)
+
+    def run_row(name: str, spec: dict[str, object], end: str, env: dict[str, str]) -> tuple[bool, str]:
+        ran.append(f"{name}-{end}")
+        return verdicts.get(f"{name}-{end}", True), ""
+
+    monkeypatch.setattr(compat, "run_row", run_row)
+    assert compat.run(["lowest", "latest"], []) == 1
+    assert ran == ["same-lowest", "two-lowest", "two-latest"]
+    ran.clear()
+    assert compat.run(["latest"], ["same"]) == 0 and ran == ["same-latest"]
+    ran.clear()
+    assert compat.run(["latest"], ["same"], skip_same_as_lowest=True) == 0 and ran == []
+    with pytest.raises(SystemExit):
+        compat.run(["lowest"], ["nope"])

@@ -440,7 +440,7 @@ class Plans:
     """Every backend operation as a plan; shared by the sync and async drivers."""
 
     # One-statement reads run without BEGIN/COMMIT (a statement is its own snapshot).
-    READS = frozenset({"get", "list", "search", "count_foreign_vectors", "session_info", "session_messages",
+    READS = frozenset({"get", "list", "search", "run", "count_foreign_vectors", "session_info", "session_messages",
                        "sessions_expired", "pending_reembed", "vectors"})
 
     def __init__(self) -> None:
@@ -614,6 +614,22 @@ class Plans:
 
     # search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> PgPlan:
+        """The search as one plan: its statements one after the other (the backends run them
+        side by side on two connections instead: `search_statements`, `merge_search`)."""
+        statements = self.search_statements(request)
+        results = []
+        for q in statements:
+            results.append((yield q))
+        return self.merge_search(statements, results)
+
+    @staticmethod
+    def run(q: Q) -> PgPlan:
+        """One read statement as a plan."""
+        return (yield q)
+
+    def search_statements(self, request: SearchRequest) -> builtins.list[Q]:
+        """The vector candidates and the full-text candidates: two independent statements, each
+        bringing what scoring reads (`merge_search` puts them together)."""
         from psycopg import sql
 
         live = " AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > %s)"
@@ -621,10 +637,11 @@ class Plans:
                                    request.filter)
         where += live
         params.append(request.now)
-        parts: builtins.list[str] = []
-        args: builtins.list[Any] = []
+        columns = "m.id, m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count"
+        statements: builtins.list[Q] = []
         query = request.query_vector
         model = request.model_id
+        vector_part = query is not None and model is not None
         if query is not None and model is not None:
             dim = int(len(query))
             # The model as a literal, so the planner can prove the partial indexes' predicates.
@@ -632,9 +649,8 @@ class Plans:
             if request.user_id is None:
                 # Every user: HNSW (the index expression and the model literal must match the index);
                 # each connection runs with hnsw.iterative_scan, so a filter never starves the LIMIT.
-                parts.append(
-                    f"v AS (SELECT m.id, (m.vector::vector({dim})) <=> %s::vector({dim}) AS d FROM polymem_memories m "
-                    f"WHERE m.embedding_model = {model_sql} AND {where} ORDER BY 2 LIMIT %s)")
+                v = (f"SELECT m.id, (m.vector::vector({dim})) <=> %s::vector({dim}) AS d FROM polymem_memories m "
+                     f"WHERE m.embedding_model = {model_sql} AND {where} ORDER BY 2 LIMIT %s")
             else:
                 # One user: exact. `m.vector` (not the HNSW expression) keeps the planner off HNSW, whose
                 # post-filter would drop rows; the length bound (true for this scope, so it changes no
@@ -642,48 +658,49 @@ class Plans:
                 chars = scan_key_chars(dim)
                 fits = chars is not None and len(request.namespace) + len(request.user_id) <= chars
                 bound = f" AND length(m.namespace) + length(m.user_id) <= {chars}" if fits else ""
-                parts.append(
-                    f"v AS (SELECT m.id, m.vector <=> %s::vector AS d FROM polymem_memories m "
-                    f"WHERE m.embedding_model = {model_sql} AND m.vector IS NOT NULL AND {where}{bound} "
-                    "ORDER BY 2 LIMIT %s)")
-            args.extend([query, *params, request.limit])
+                v = (f"SELECT m.id, m.vector <=> %s::vector AS d FROM polymem_memories m "
+                     f"WHERE m.embedding_model = {model_sql} AND m.vector IS NOT NULL AND {where}{bound} "
+                     "ORDER BY 2 LIMIT %s")
+            statements.append(Q(f"WITH v AS ({v}) SELECT {columns}, 1 - v.d FROM v JOIN polymem_memories m "
+                                "ON m.id = v.id", (query, *params, request.limit)))
         if request.terms:
             scope = scope_lexeme(request.namespace, request.user_id) if request.user_id is not None \
                 else namespace_lexeme(request.namespace)
             text_where, text_params = _scope_sql(request.namespace, request.user_id, request.agent_id,
                                                  request.category, request.filter, indexable=False)
-            parts.append(
-                "t AS (SELECT m.id, ts_rank(m.tsv, q.q, 1) AS r FROM polymem_memories m, "
-                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {text_where}{live} ORDER BY r DESC, m.id LIMIT %s)")
-            args.extend([tsquery_literal(scope, request.terms), *text_params, request.now, request.limit])
-        if not parts:
-            return []
-        vector_part = query is not None and model is not None
-        branches = []
-        if vector_part:
-            branches.append("SELECT id, d FROM v")
-        if request.terms:
-            branches.append("SELECT id, NULL::float8 FROM t")
-        sim = "NULL::float8"
-        tail: builtins.list[Any] = []
-        if vector_part:
-            # The vector candidates bring their distance; a full-text-only one is measured here.
-            sim = ("CASE WHEN ids.d IS NOT NULL THEN 1 - ids.d WHEN m.embedding_model = %s AND m.vector IS NOT NULL "
-                   "THEN 1 - (m.vector <=> %s::vector) END")
-            tail = [model, query]
-        rank = "t.r" if request.terms else "NULL::float4"
-        join = "LEFT JOIN t ON t.id = m.id" if request.terms else ""
-        # Only what scoring reads: the engine fetches full records for the final top-k.
-        rows = yield Q(
-            f"WITH {', '.join(parts)}, ids AS (SELECT id, min(d) AS d FROM ({' UNION ALL '.join(branches)}) u(id, d) "
-            "GROUP BY id) "
-            "SELECT m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, "
-            f"{sim}, {rank} FROM ids JOIN polymem_memories m ON m.id = ids.id {join}", (*args, *tail))
-        best = max((r[7] for r in rows if r[7] is not None), default=0.0)
-        return [Candidate(None, None if r[6] is None else float(r[6]),
-                          None if r[7] is None else (float(r[7]) / best if best > 0 else 1.0),
-                          memory_id=r[0], importance=float(r[1]), category=r[2], created_at=_utc(r[3]),
-                          last_accessed_at=_utc(r[4]), access_count=int(r[5])) for r in rows]
+            sim = "NULL::float8"
+            tail: builtins.list[Any] = []
+            if vector_part:
+                sim = "CASE WHEN m.embedding_model = %s AND m.vector IS NOT NULL THEN 1 - (m.vector <=> %s::vector) END"
+                tail = [model, query]
+            statements.append(Q(
+                "WITH t AS (SELECT m.id, ts_rank(m.tsv, q.q, 1) AS r FROM polymem_memories m, "
+                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {text_where}{live} ORDER BY r DESC, m.id "
+                f"LIMIT %s) SELECT {columns}, {sim}, t.r FROM t JOIN polymem_memories m ON m.id = t.id",
+                (tsquery_literal(scope, request.terms), *text_params, request.now, request.limit, *tail)))
+        return statements
+
+    @staticmethod
+    def merge_search(statements: Sequence[Q], results: Sequence[Any]) -> builtins.list[Candidate]:
+        """Vector and full-text candidates as one list (by row id): similarity from either, text
+        rank from the full-text side, scaled by the best."""
+        merged: dict[int, builtins.list[Any]] = {}
+        for rows in results:
+            for r in rows:
+                rank = r[8] if len(r) > 8 else None
+                found = merged.get(r[0])
+                if found is None:
+                    merged[r[0]] = [*r[:8], rank]
+                else:
+                    if found[7] is None:
+                        found[7] = r[7]
+                    if rank is not None:
+                        found[8] = rank
+        best = max((r[8] for r in merged.values() if r[8] is not None), default=0.0)
+        return [Candidate(None, None if r[7] is None else float(r[7]),
+                          None if r[8] is None else (float(r[8]) / best if best > 0 else 1.0),
+                          memory_id=r[1], importance=float(r[2]), category=r[3], created_at=_utc(r[4]),
+                          last_accessed_at=_utc(r[5]), access_count=int(r[6])) for _, r in sorted(merged.items())]
 
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> PgPlan:
         row = yield Q(
@@ -1168,6 +1185,8 @@ class PostgresBackend(Backend):
             max_size=int(options.get("pool_max_size", max_size or 10)),
             kwargs={"autocommit": True}, configure=configure, open=True, name="polymem")
         self._closed = False
+        self._fan: Any = None  # threads running the second statement of a search
+        self._fan_lock = threading.Lock()
         self._queue: queue.Queue[tuple[str, builtins.list[tuple[str, float]], datetime] | None] = queue.Queue()
         self._pending = 0
         self._pending_cv = threading.Condition()
@@ -1215,7 +1234,27 @@ class PostgresBackend(Backend):
         return self._call(self.plans.history, namespace, memory_id)  # type: ignore[no-any-return]
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
-        return self._call(self.plans.search, request)  # type: ignore[no-any-return]
+        """Vector and full-text candidates side by side, each statement on its own pooled
+        connection (the full-text one from a helper thread), merged when both are back."""
+        statements = self.plans.search_statements(request)
+        if len(statements) < 2:
+            results = [self._call(self.plans.run, q) for q in statements]
+        else:
+            other = self._fan_out().submit(self._call, self.plans.run, statements[1])
+            try:
+                first = self._call(self.plans.run, statements[0])
+            finally:
+                second = other.result()
+            results = [first, second]
+        return self.plans.merge_search(statements, results)
+
+    def _fan_out(self) -> Any:
+        with self._fan_lock:
+            if self._fan is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._fan = ThreadPoolExecutor(max_workers=self._pool.max_size, thread_name_prefix="polymem-pg-search")
+            return self._fan
 
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]
@@ -1398,4 +1437,6 @@ class PostgresBackend(Backend):
         self._queue.put(None)
         self._worker.join(timeout=10)
         self._closed = True
+        if self._fan is not None:
+            self._fan.shutdown(wait=True)
         self._pool.close()

@@ -157,7 +157,11 @@ class AsyncPostgresBackend:
         return await self._call(self.plans.history, namespace, memory_id)  # type: ignore[no-any-return]
 
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]:
-        return await self._call(self.plans.search, request)  # type: ignore[no-any-return]
+        """Vector and full-text candidates side by side, each statement on its own pooled
+        connection, merged when both are back."""
+        statements = self.plans.search_statements(request)
+        results = await asyncio.gather(*(self._call(self.plans.run, q) for q in statements))
+        return self.plans.merge_search(statements, results)
 
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return await self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]

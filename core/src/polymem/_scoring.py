@@ -19,6 +19,14 @@ class ScoringPolicy:
 
     live = base · 0.5^(Δt / half_life) + min(access_cap, access_step · access_count), capped at 1,
     where Δt runs from the last access (or the creation) to now.
+
+    A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank (BM25
+    relative to the best match), and its score that relevance times
+    (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md) vector weights from 0.3
+    to 0.5, or a cosine normalised over the candidates, rank alike; the raw cosine keeps relevance
+    comparable across queries (`min_relevance`). With live_weight 0.15 the live score reorders
+    memories of similar relevance only: one less than 0.85 times as relevant as another never
+    ranks above it.
     """
 
     base_by_source: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BASE_BY_SOURCE))

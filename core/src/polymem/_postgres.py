@@ -620,7 +620,7 @@ class Plans:
         results = []
         for q in statements:
             results.append((yield q))
-        return self.merge_search(statements, results)
+        return self.merge_search(results)
 
     @staticmethod
     def run(q: Q) -> PgPlan:
@@ -681,7 +681,7 @@ class Plans:
         return statements
 
     @staticmethod
-    def merge_search(statements: Sequence[Q], results: Sequence[Any]) -> builtins.list[Candidate]:
+    def merge_search(results: Sequence[Any]) -> builtins.list[Candidate]:
         """Vector and full-text candidates as one list (by row id): similarity from either, text
         rank from the full-text side, scaled by the best."""
         merged: dict[int, builtins.list[Any]] = {}
@@ -1246,7 +1246,7 @@ class PostgresBackend(Backend):
             finally:
                 second = other.result()
             results = [first, second]
-        return self.plans.merge_search(statements, results)
+        return self.plans.merge_search(results)
 
     def _fan_out(self) -> Any:
         with self._fan_lock:

@@ -161,7 +161,7 @@ class AsyncPostgresBackend:
         connection, merged when both are back."""
         statements = self.plans.search_statements(request)
         results = await asyncio.gather(*(self._call(self.plans.run, q) for q in statements))
-        return self.plans.merge_search(statements, results)
+        return self.plans.merge_search(results)
 
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return await self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]

@@ -30,6 +30,7 @@ from ._backend import Backend, Candidate, NewRecord, SearchRequest
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
     # 1: records, versions, full text, change log
@@ -101,6 +102,15 @@ MIGRATIONS: builtins.list[str] = [
     """
     CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');
     """,
+    # 4: scope tokens in their own column, outside BM25 (in the body they counted as matched
+    # terms and favoured short memories); the rows are refilled by the analyzer check
+    """
+    DROP TABLE memory_fts_vocab;
+    DROP TABLE memory_fts;
+    CREATE VIRTUAL TABLE memory_fts USING fts5(scope, body, tokenize = 'unicode61 remove_diacritics 0');
+    CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');
+    DELETE FROM meta WHERE key = 'analyzer';
+    """,
 ]
 
 # A term in more rows than this costs more to rank (BM25 over every match) than it
@@ -126,8 +136,9 @@ def namespace_token(namespace: str) -> str:
     return "zn" + hashlib.sha1(namespace.encode()).hexdigest()[:16]
 
 
-def fts_body(namespace: str, user_id: str | None, terms: Sequence[str]) -> str:
-    return " ".join([namespace_token(namespace), scope_token(namespace, user_id), *terms])
+def fts_row(namespace: str, user_id: str | None, terms: Sequence[str]) -> tuple[str, str]:
+    """The (scope, body) columns of a memory's full-text row."""
+    return f"{namespace_token(namespace)} {scope_token(namespace, user_id)}", " ".join(terms)
 
 
 def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
@@ -368,6 +379,23 @@ class SQLiteBackend(Backend):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute("INSERT INTO schema_migrations(version, applied_at) VALUES (?, datetime('now'))", (version,))
+        with self._write() as conn:
+            analyzed = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+            if analyzed is None or analyzed[0] != ANALYZER_VERSION:
+                self._reindex_text(conn)
+
+    @staticmethod
+    def _reindex_text(conn: sqlite3.Connection) -> None:
+        """Recompute every memory's full-text row with this version's analyzer."""
+        conn.execute("DELETE FROM memory_fts")
+        last = 0
+        while batch := conn.execute("SELECT rowid, namespace, user_id, content FROM memories WHERE rowid > ? "
+                                    "ORDER BY rowid LIMIT 2000", (last,)).fetchall():
+            last = batch[-1][0]
+            conn.executemany("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)",
+                             [(rowid, *fts_row(namespace, user_id, terms(content)))
+                              for rowid, namespace, user_id, content in batch])
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
     def schema_version(self) -> int:
         with self._read() as conn:
@@ -428,14 +456,14 @@ class SQLiteBackend(Backend):
                 claimed[key] = rec
                 rows.append((next_rowid, *_record_values(rec), item.content_hash, _blob(item.vector),
                              item.idempotency_key, seq))
-                fts.append((next_rowid, fts_body(rec.namespace, rec.user_id, item.terms)))
+                fts.append((next_rowid, *fts_row(rec.namespace, rec.user_id, item.terms)))
                 versions.append((rec.memory_id, rec.version, dumps(rec.to_dict())))
                 results.append((rec, True))
                 next_rowid += 1
             conn.executemany(
                 f"INSERT INTO memories (rowid, {_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
                 f"VALUES ({', '.join('?' * 24)})", rows)
-            conn.executemany("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)", fts)
+            conn.executemany("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)", fts)
             conn.executemany("INSERT INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)", versions)
             conn.executemany("UPDATE memories SET last_accessed_at = ? WHERE memory_id = ?", touched)
         return results
@@ -537,8 +565,8 @@ class SQLiteBackend(Backend):
             if row is None:  # pragma: no cover - BEGIN IMMEDIATE serialises writers
                 raise VersionConflictError(f"memory {memory_id} changed concurrently")
             if terms is not None:
-                conn.execute("UPDATE memory_fts SET body = ? WHERE rowid = ?",
-                             (fts_body(namespace, new.user_id, terms), row[0]))
+                conn.execute("UPDATE memory_fts SET scope = ?, body = ? WHERE rowid = ?",
+                             (*fts_row(namespace, new.user_id, terms), row[0]))
             self._write_version(conn, new)
         return new
 
@@ -678,11 +706,11 @@ class SQLiteBackend(Backend):
         quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
-        match = f'"{scope}" AND ({quoted})'
+        match = f'scope : "{scope}" AND body : ({quoted})'
         where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
                                         request.filter)
         rows = conn.execute(
-            "SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.rowid = f.rowid "
+            "SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts f JOIN memories m ON m.rowid = f.rowid "
             f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
             "AND (m.expire_at IS NULL OR m.expire_at > ?) ORDER BY rank LIMIT ?",
             (match, *params, now_us, request.limit),
@@ -827,8 +855,8 @@ class SQLiteBackend(Backend):
                     (*_record_values(record), item["content_hash"], _blob(item.get("vector")),
                      item.get("idempotency_key"), seq),
                 )
-                conn.execute("INSERT INTO memory_fts(rowid, body) VALUES (?, ?)",
-                             (cursor.lastrowid, fts_body(namespace, record.user_id, item["terms"])))
+                conn.execute("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)",
+                             (cursor.lastrowid, *fts_row(namespace, record.user_id, item["terms"])))
                 for version in item["versions"]:
                     conn.execute("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
                                  (record.memory_id, version["version"], dumps(version)))

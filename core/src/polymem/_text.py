@@ -7,8 +7,8 @@ words left out, and CJK text as overlapping character bigrams plus single
 characters (SQLite's unicode61 finds nothing in Chinese and trigram misses
 two-character words; application bigrams find everything).
 
-Stores indexed before the Porter stemmer (a light suffix stripper until then) keep
-their old terms until re-indexed: importing a snapshot recomputes every memory's terms.
+`ANALYZER_VERSION` names this analysis: a store indexed by another version re-indexes
+its full text when it is opened (change the version whenever `terms` changes its output).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
+
+# Stored beside a full-text index; a mismatch makes the store re-index (see the module doc).
+ANALYZER_VERSION = "porter-1"
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf"

@@ -110,6 +110,9 @@ class OnnxEmbedder:
                     raise missing_extra("onnxruntime", "onnx") from exc
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+                # Idle worker threads would spin for a while after each query and take the core
+                # the recall's own vector search runs on next.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._session = ort.InferenceSession(str(self._dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
                 tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
                 tokenizer.enable_truncation(max_length=256)

@@ -485,3 +485,21 @@ def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
             assert "fillfactor=80" in options
     finally:
         backend.close()
+
+
+def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) -> None:
+    import psycopg
+
+    from polymem._postgres import migrate
+    from polymem._text import ANALYZER_VERSION
+
+    with polymem.open(pg_url, embedder=None) as mem:
+        memory_id = mem.save("The user was inspired by jazz concerts", user_id="u").memory_id
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE polymem_meta SET value = 'light-stemmer' WHERE key = 'analyzer'")
+        conn.execute("UPDATE polymem_memories SET tsv = 'stale'::tsvector")
+    migrate(pg_url)
+    with polymem.open(pg_url, embedder=None) as mem:
+        assert [hit.memory.memory_id for hit in mem.recall("inspiration", user_id="u")] == [memory_id]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone()[0] == ANALYZER_VERSION

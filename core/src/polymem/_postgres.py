@@ -57,6 +57,7 @@ from ._errors import (
 )
 from ._filters import OPERATORS, _column, _scalar, dumps, from_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
     # 1: records, versions, full text, vector index registry
@@ -161,6 +162,10 @@ MIGRATIONS: builtins.list[str] = [
     END $$;
     ALTER TABLE polymem_memories SET (autovacuum_vacuum_scale_factor = 0.02,
                                       autovacuum_vacuum_insert_scale_factor = 0.02, toast_tuple_target = 4000);
+    """,
+    # 5: settings of the store itself (the analyzer that built the full text: `_migrate_plan`)
+    """
+    CREATE TABLE polymem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
 ]
 
@@ -1057,6 +1062,17 @@ def _migrate_plan() -> PgPlan:
         yield Q(script, None, "none")
         yield Q("INSERT INTO polymem_schema_migrations (version) VALUES (%s)", (version,), "none")
         applied.append(version)
+    analyzed = yield Q("SELECT value FROM polymem_meta WHERE key = 'analyzer'", None, "one")
+    if analyzed is None or analyzed[0] != ANALYZER_VERSION:  # full text built by another analyzer
+        last = 0
+        while batch := (yield Q("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
+                                "ORDER BY id LIMIT 2000", (last,))):
+            last = batch[-1][0]
+            yield Q("UPDATE polymem_memories SET tsv = %s::tsvector WHERE id = %s",
+                    [(tsvector_literal(namespace, user_id, terms(content)), row_id)
+                     for row_id, namespace, user_id, content in batch], "many")
+        yield Q("INSERT INTO polymem_meta (key, value) VALUES ('analyzer', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION,), "none")
     return applied
 
 

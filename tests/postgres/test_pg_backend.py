@@ -233,6 +233,198 @@ def test_import_keeps_the_first_of_duplicates_within_a_batch(pg_url: str) -> Non
         backend.close()
 
 
+def _wait_cached(backend: Any, key: tuple[str, str, str]) -> Any:
+    import time
+
+    deadline = time.monotonic() + 20
+    while (entry := backend.vector_cache.get(key)) is None:
+        assert time.monotonic() < deadline, "the scope's vectors were never copied"
+        time.sleep(0.02)
+    return entry
+
+
+def test_vector_cache_answers_like_sql_and_never_serves_a_stale_copy(new_database: Any) -> None:
+    """A recall scoped to one user ranks a copy of the user's vectors in process; the statement
+    that fetches the candidates reads the scope's stamp, so any write to the scope, from this
+    instance or another one, sends that recall to SQL: results always equal the SQL path's."""
+    from datetime import timedelta
+
+    from polymem._backend import NewRecord
+    from polymem._postgres import PostgresBackend, cacheable
+    from polymem._text import content_hash, terms
+
+    url = new_database()
+    backend, other = PostgresBackend(url), PostgresBackend(url + "&vector_cache_mb=0")
+    backend.vector_cache.COOL = 0.0  # copy again right after a write (the default waits 5 s)
+    rng = np.random.default_rng(11)
+    dim = 32
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows = []
+    for u in range(3):
+        for i in range(300 if u < 2 else 20):  # u2: too few memories for a copy to pay
+            v = rng.normal(size=dim).astype(np.float32)
+            expire = None if i % 5 else now + timedelta(days=1 + i % 3)  # some expire between the queries
+            rec = polymem.MemoryRecord(memory_id=f"{u}-{i}", content=f"note {i} about tea {i % 7}", user_id=f"u{u}",
+                                       created_at=now, updated_at=now, embedding_model="m", namespace="default",
+                                       category="fact", source="import", importance=0.5, agent_id=None,
+                                       session_id=None, expire_at=expire)
+            rows.append({"record": rec, "versions": [rec.to_dict()], "vector": v, "idempotency_key": None,
+                         "content_hash": content_hash(rec.content), "terms": terms(rec.content)})
+    assert backend.import_rows("default", rows, [], now).imported == 620
+    q = rng.normal(size=dim).astype(np.float32)
+
+    def request(user: str, when: datetime, text: bool = True) -> SearchRequest:
+        return SearchRequest("default", user, None, None, None, q, "m", tuple(terms("tea 3")) if text else (),
+                             when, 20)
+
+    def same(req: SearchRequest) -> list[tuple[Any, ...]]:
+        got = [(c.id, c.similarity, c.text_rank) for c in backend.search(req)]
+        assert got
+        assert got == [(c.id, c.similarity, c.text_rank) for c in backend._call(backend.plans.search, req)]
+        return got
+
+    try:
+        key = cacheable(request("u0", now))
+        assert key is not None
+        same(request("u0", now))  # a miss: SQL, and a copy made off the read path
+        entry = _wait_cached(backend, key)
+        later = now + timedelta(days=2)  # some rows expired since the copy was made
+        for when in (now, later):
+            for text in (True, False):
+                assert len(same(request("u0", when, text))) >= 20
+        assert backend.vector_cache.get(key) is entry
+        # Recall bookkeeping changes no watched column: the copy stays good.
+        backend.reinforce("default", [(c.id, 0.1) for c in backend.search(request("u0", now))], now)
+        backend.flush()
+        same(request("u0", now))
+        assert backend.vector_cache.get(key) is entry
+
+        def top() -> str:
+            return max(same(request("u0", now, False)), key=lambda c: c[1])[0]  # type: ignore[no-any-return]
+
+        target = q / np.linalg.norm(q)
+        rec = polymem.MemoryRecord(memory_id="new", content="new note", user_id="u0", created_at=now,
+                                   updated_at=now, embedding_model="m", namespace="default", category="fact",
+                                   source="api", importance=0.5, agent_id=None, session_id=None)
+        imp = polymem.MemoryRecord(memory_id="imp", content="imported note", user_id="u0", created_at=now,
+                                   updated_at=now, embedding_model="m", namespace="default", category="fact",
+                                   source="import", importance=0.5, agent_id=None, session_id=None)
+        imported = {"record": imp, "versions": [imp.to_dict()], "vector": target, "idempotency_key": None,
+                    "content_hash": content_hash(imp.content), "terms": terms(imp.content)}
+        writes: list[tuple[Any, Any]] = [
+            (lambda: other.insert([NewRecord(rec, target, content_hash(rec.content), None,
+                                             tuple(terms(rec.content)))], now), lambda old, new: new == "new"),
+            (lambda: other.delete("default", "new"), lambda old, new: new != "new"),
+            (lambda: other.update("default", top(), {"status": "archived"}, None, now, None, None, None, None),
+             lambda old, new: new != old),
+            (lambda: other.update("default", top(), {"expire_at": now - timedelta(days=1)}, None, now, None, None,
+                                  None, None), lambda old, new: new != old),
+            (lambda: other.set_vectors([("0-7", target)], "m"), lambda old, new: new == "0-7"),
+            (lambda: backend.update("default", "0-7", {"status": "archived"}, None, now, None, None, None, None),
+             lambda old, new: new != "0-7"),
+            # An import (another statement: INSERT ... SELECT from a COPY), a content edit with its new
+            # vector (as consolidation and `update` write it), archived again.
+            (lambda: other.import_rows("default", [imported], [], now), lambda old, new: new == "imp"),
+            (lambda: other.update("default", "imp", {"content": "imp moved"}, None, now, -target, "m",
+                                  content_hash("imp moved"), tuple(terms("imp moved"))),
+             lambda old, new: new != "imp"),
+            (lambda: other.update("default", "0-9", {"content": "closest now"}, None, now, target, "m",
+                                  content_hash("closest now"), tuple(terms("closest now"))),
+             lambda old, new: new == "0-9"),
+            (lambda: other.update("default", "0-9", {"status": "archived"}, None, now, None, None, None, None),
+             lambda old, new: new != "0-9"),
+        ]
+        for write, expected in writes:
+            copy = _wait_cached(backend, key)
+            before = top()  # from the copy
+            assert backend.vector_cache.get(key) is copy
+            write()
+            after = top()  # the copy is found stale by the statement that would have used it
+            assert expected(before, after), (before, after)
+            assert backend.vector_cache.get(key) is not copy
+        # The other users were never touched by those writes.
+        same(request("u1", now))
+        _wait_cached(backend, ("default", "u1", "m"))
+        same(request("u1", now))
+        same(request("u2", now))
+        backend._load.shutdown(wait=True)  # every copy made or given up
+        backend._load = None
+        assert backend.vector_cache.get(("default", "u2", "m")) is None and ("default", "u2", "m") in backend.vector_cache.skip
+        other.search(request("u1", now))
+        other.search(request("u1", now))
+        assert other.vector_cache.entries == {} and not other.vector_cache.loading  # vector_cache_mb=0: off
+    finally:
+        backend.close()
+        other.close()
+
+
+def test_vector_cache_stays_within_its_budget() -> None:
+    """Copies never hold more than the budget; one load at a time; a copy that found no room, or a
+    scope too small or too big, is not loaded again at once (no reload on every recall)."""
+    from polymem._postgres import ScopeVectors, VectorCache
+
+    def copy(rows: int, dim: int = 8) -> ScopeVectors:
+        return ScopeVectors(1, np.zeros(rows, np.int64), np.zeros((rows, dim), np.float32), np.zeros(rows, np.float32),
+                            np.zeros(rows))
+
+    one = copy(1000).nbytes
+    cache = VectorCache(int(one * 2.5))
+    a, b, c = ("ns", "a", "m"), ("ns", "b", "m"), ("ns", "c", "m")
+    assert cache.claim(a) and not cache.claim(b)  # one load at a time
+    cache.put(a, copy(1000))
+    assert cache.claim(b)
+    cache.put(b, copy(1000))
+    assert cache.claim(c)
+    cache.put(c, copy(1000))  # no room: both copies are in use
+    assert cache.get(c) is None and cache.used_bytes == 2 * one <= cache.max_bytes
+    assert not cache.claim(c)  # not loaded again on the next recall
+    for e in cache.entries.values():
+        e.used -= cache.IDLE + 1  # both idle now: the next copy may take the room of the older
+    cache.skip.clear()
+    assert cache.claim(c)
+    cache.put(c, copy(1000))
+    assert cache.get(c) is not None and len(cache.entries) == 2 and cache.used_bytes == 2 * one
+    assert sum(e.nbytes for e in cache.entries.values()) == cache.used_bytes
+    cache.drop(c, 1)
+    assert cache.used_bytes == one and not cache.claim(c)  # stale: SQL for a while
+    assert cache.claim(("ns", "big", "m"))
+    cache.put(("ns", "big", "m"), copy(3000))  # larger than the whole budget
+    assert cache.used_bytes == one and not cache.claim(("ns", "big", "m"))
+    assert not VectorCache(0).claim(a)
+
+
+def test_async_vector_cache_answers_like_sql(pg_url: str) -> None:
+    import asyncio
+
+    from polymem._postgres_async import AsyncPostgresBackend
+
+    async def main() -> None:
+        backend = AsyncPostgresBackend(pg_url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        try:
+            assert (await backend.import_rows("default", _rows(900, dim=16), [], now)).imported == 900
+            q = np.random.default_rng(5).normal(size=16).astype(np.float32)
+            req = SearchRequest("default", "u1", None, None, None, q, "bulk", ("bulk",), now, 15)
+
+            async def both() -> list[Any]:
+                got = [(c.id, c.similarity, c.text_rank) for c in await backend.search(req)]
+                assert got == [(c.id, c.similarity, c.text_rank) for c in await backend._call(backend.plans.search, req)]
+                return got
+
+            await both()
+            await backend.aflush()  # the copy is made by a task
+            copy = backend.vector_cache.get(("default", "u1", "bulk"))
+            assert copy is not None
+            first = await both()
+            await backend.delete("default", max(first, key=lambda c: c[1])[0])
+            assert (await both()) != first
+            assert backend.vector_cache.get(("default", "u1", "bulk")) is not copy
+        finally:
+            await backend.aclose()
+
+    asyncio.run(main())
+
+
 def test_models_never_mix(pg_url: str) -> None:
     mem = pg_memory(pg_url, HashEmbedder())
     try:

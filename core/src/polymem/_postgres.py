@@ -14,6 +14,11 @@ serialization failure or deadlock.
   sit side by side (models up to 576 dimensions; above, and for keys too long
   for a btree entry, the same exact scan goes through the heap). A recall over
   every user uses HNSW with `hnsw.iterative_scan`.
+- A process may hold copies of busy users' vectors (`VectorCache`, 512 MB by
+  default, `vector_cache_mb=` in the URL): numpy picks the candidates, and the
+  statement fetching them checks the user's stamp (bumped by triggers in the
+  writing transaction), so a copy is never used once the user's rows changed.
+- The vector and full-text candidates are two statements run side by side.
 - Full text is a `tsvector` of the terms `_text.terms()` computes (CJK bigrams
   included), written position by position with no dictionary, plus a scope
   lexeme so a per-user search intersects posting lists instead of filtering.
@@ -166,6 +171,63 @@ MIGRATIONS: builtins.list[str] = [
     # 5: settings of the store itself (the analyzer that built the full text: `_migrate_plan`)
     """
     CREATE TABLE polymem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+    # 6: a stamp per (namespace, user) that changes, in the same transaction, whenever a row of that
+    # scope is inserted or deleted or changes status, vector, model, expiry or owner: a process holding
+    # a copy of a user's vectors (`VectorCache`) checks it in the very statement that uses the copy.
+    # Stamps come from a sequence, so a value is never given twice. Statement triggers with transition
+    # tables: one upsert per statement and scope (in scope order, so writers lock stamps alike), none
+    # for recall bookkeeping (it changes no watched column).
+    """
+    CREATE SEQUENCE polymem_stamp_seq;
+    CREATE TABLE polymem_scope_stamps (
+        namespace TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        stamp BIGINT NOT NULL,
+        PRIMARY KEY (namespace, user_id)
+    );
+    INSERT INTO polymem_scope_stamps (namespace, user_id, stamp)
+        SELECT namespace, user_id, nextval('polymem_stamp_seq')
+        FROM (SELECT DISTINCT namespace, user_id FROM polymem_memories WHERE user_id IS NOT NULL) s;
+    CREATE FUNCTION polymem_stamp_scopes() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO polymem_scope_stamps AS s (namespace, user_id, stamp)
+            SELECT namespace, user_id, nextval('polymem_stamp_seq')
+            FROM (SELECT DISTINCT namespace, user_id FROM new_rows WHERE user_id IS NOT NULL ORDER BY 1, 2) x
+            ON CONFLICT (namespace, user_id) DO UPDATE SET stamp = excluded.stamp;
+        ELSIF TG_OP = 'DELETE' THEN
+            UPDATE polymem_scope_stamps s SET stamp = nextval('polymem_stamp_seq')
+            FROM (SELECT DISTINCT namespace, user_id FROM old_rows WHERE user_id IS NOT NULL ORDER BY 1, 2) x
+            WHERE s.namespace = x.namespace AND s.user_id = x.user_id;
+        ELSE
+            INSERT INTO polymem_scope_stamps AS s (namespace, user_id, stamp)
+            SELECT namespace, user_id, nextval('polymem_stamp_seq') FROM (
+                SELECT DISTINCT x.namespace, x.user_id
+                FROM old_rows o JOIN new_rows n ON n.id = o.id,
+                     LATERAL (VALUES (o.namespace, o.user_id), (n.namespace, n.user_id)) AS x(namespace, user_id)
+                WHERE x.user_id IS NOT NULL
+                  AND ((o.namespace, o.user_id, o.status, o.embedding_model, o.expire_at)
+                       IS DISTINCT FROM (n.namespace, n.user_id, n.status, n.embedding_model, n.expire_at)
+                       OR o.vector IS DISTINCT FROM n.vector)
+                ORDER BY 1, 2) c
+            ON CONFLICT (namespace, user_id) DO UPDATE SET stamp = excluded.stamp;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION polymem_stamp_all() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE polymem_scope_stamps SET stamp = nextval('polymem_stamp_seq');
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER polymem_stamp_insert AFTER INSERT ON polymem_memories
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_scopes();
+    CREATE TRIGGER polymem_stamp_update AFTER UPDATE ON polymem_memories
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_scopes();
+    CREATE TRIGGER polymem_stamp_delete AFTER DELETE ON polymem_memories
+        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_scopes();
+    CREATE TRIGGER polymem_stamp_truncate AFTER TRUNCATE ON polymem_memories
+        FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_all();
     """,
 ]
 
@@ -1013,13 +1075,210 @@ def session_dict(info: SessionInfo, messages: builtins.list[dict[str, Any]]) -> 
     }
 
 
+# -- a process's copy of per-user vectors ---------------------------------------------------------
+DEFAULT_VECTOR_CACHE_MB = 512
+_CACHE_MARGIN = 16  # extra candidates ranked again by PostgreSQL (numpy and pgvector round differently)
+
+
+@dataclass
+class ScopeVectors:
+    """The active vectors of one model in one (namespace, user), as of `stamp`."""
+
+    stamp: int
+    ids: np.ndarray  # row ids (int64)
+    matrix: np.ndarray  # float32, one row per id
+    norms: np.ndarray
+    expire: np.ndarray  # seconds since the epoch, inf for never
+    used: float = 0.0
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.matrix.nbytes + self.norms.nbytes + self.expire.nbytes)
+
+
+class VectorCache:
+    """Copies of per-user vectors, so a recall scoped to one user ranks them with numpy instead of
+    PostgreSQL reading every one; bounded (`vector_cache_mb=` in the URL, 0 turns it off).
+
+    Never trusted blindly: the statement that fetches the chosen candidates also reads the scope's
+    stamp (`polymem_scope_stamps`, migration 6), and a copy whose stamp differs is dropped and the
+    search runs in SQL. A copy is made off the read path after a miss, one at a time (a load holds
+    a connection and, briefly, about twice the copy's size); when the cache is full, copies unused
+    for 10 minutes make room, others stay, and a scope that found no room is not loaded again for
+    a while (no churn when more users are busy than fit)."""
+
+    IDLE = 600.0  # a copy unused this long may make room; a scope not worth a copy is not tried again before
+    COOL = 5.0  # after a copy went stale, the scope is searched in SQL this long before a new copy
+    FULL = 60.0  # after a loaded copy found no room, the scope is searched in SQL this long
+    MIN_ROWS = 256  # smaller scopes are quick in SQL
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.entries: dict[tuple[str, str, str], ScopeVectors] = {}
+        self.loading: set[tuple[str, str, str]] = set()
+        self.stale: dict[tuple[str, str, str], float] = {}  # until when a scope stays in SQL (copy found stale)
+        self.skip: dict[tuple[str, str, str], float] = {}  # until when (too small, too big, or no room)
+        self.used_bytes = 0
+        self.lock = threading.Lock()
+
+    def max_rows(self, dim: int) -> int:
+        return self.max_bytes // (4 * dim + 24)
+
+    def get(self, key: tuple[str, str, str]) -> ScopeVectors | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is not None:
+                entry.used = time.monotonic()
+            return entry
+
+    @staticmethod
+    def _wait(waits: dict[tuple[str, str, str], float], key: tuple[str, str, str], until: float) -> None:
+        if len(waits) > 10_000:
+            now = time.monotonic()
+            for k in [k for k, t in waits.items() if t <= now]:
+                del waits[k]
+        waits[key] = until
+
+    def drop(self, key: tuple[str, str, str], stamp: int) -> None:
+        """Forget a copy found stale (a write in the scope since it was made)."""
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is not None and entry.stamp == stamp:
+                self.used_bytes -= self.entries.pop(key).nbytes
+            self._wait(self.stale, key, time.monotonic() + self.COOL)
+
+    def claim(self, key: tuple[str, str, str]) -> bool:
+        """True when the caller should load this scope: not cached, no load under way, not just
+        gone stale (a scope written to as often as it is read stays in SQL), not recently found
+        too small, too big or without room."""
+        with self.lock:
+            if self.max_bytes <= 0 or key in self.entries or self.loading:
+                return False
+            now = time.monotonic()
+            for waits in (self.stale, self.skip):
+                until = waits.get(key)
+                if until is not None:
+                    if now < until:
+                        return False
+                    del waits[key]
+            self.loading.add(key)
+            return True
+
+    def put(self, key: tuple[str, str, str], entry: ScopeVectors | None) -> None:
+        """Keep a loaded copy (None: the scope is not worth one, or failed to load)."""
+        with self.lock:
+            self.loading.discard(key)
+            now = time.monotonic()
+            if entry is None or entry.nbytes > self.max_bytes:
+                self._wait(self.skip, key, now + self.IDLE)
+                return
+            if self.used_bytes + entry.nbytes > self.max_bytes:
+                for old in sorted((k for k, e in self.entries.items() if now - e.used > self.IDLE),
+                                  key=lambda k: self.entries[k].used):
+                    self.used_bytes -= self.entries.pop(old).nbytes
+                    if self.used_bytes + entry.nbytes <= self.max_bytes:
+                        break
+                if self.used_bytes + entry.nbytes > self.max_bytes:
+                    self._wait(self.skip, key, now + self.FULL)
+                    return
+            entry.used = now
+            old_entry = self.entries.pop(key, None)
+            if old_entry is not None:
+                self.used_bytes -= old_entry.nbytes
+            self.entries[key] = entry
+            self.used_bytes += entry.nbytes
+
+
+def cacheable(request: SearchRequest) -> tuple[str, str, str] | None:
+    """The cache key of a search the cache can answer: one user, a query vector, no other filter."""
+    if (request.user_id is None or request.query_vector is None or request.model_id is None
+            or request.agent_id is not None or request.category is not None or request.filter):
+        return None
+    return (request.namespace, request.user_id, request.model_id)
+
+
+def _scope_bound(request: SearchRequest, dim: int) -> str:
+    chars = scan_key_chars(dim)
+    assert request.user_id is not None
+    fits = chars is not None and len(request.namespace) + len(request.user_id) <= chars
+    return f" AND length(m.namespace) + length(m.user_id) <= {chars}" if fits else ""
+
+
+def scope_load_statement(request: SearchRequest, max_rows: int) -> Q:
+    """The scope's active vectors of the model, and its stamp, from one snapshot (one row more
+    than a copy may hold, to tell a scope too big for the cache)."""
+    from psycopg import sql
+
+    assert request.query_vector is not None and request.model_id is not None
+    model_sql = sql.Literal(request.model_id).as_string(None).replace("%", "%%")
+    return Q("SELECT (SELECT stamp FROM polymem_scope_stamps WHERE namespace = %s AND user_id = %s), m.id, "
+             "vector_send(m.vector), m.expire_at FROM polymem_memories m WHERE m.namespace = %s AND m.user_id = %s "
+             f"AND m.status = 'active' AND m.embedding_model = {model_sql} AND m.vector IS NOT NULL"
+             f"{_scope_bound(request, len(request.query_vector))} LIMIT %s",
+             (request.namespace, request.user_id, request.namespace, request.user_id, max_rows + 1))
+
+
+def scope_vectors(rows: Sequence[Sequence[Any]], dim: int, max_rows: int) -> ScopeVectors | None:
+    """A copy from `scope_load_statement`'s rows (None: no stamp yet, too few or too many rows for
+    a copy to pay, or vectors of another size)."""
+    if not VectorCache.MIN_ROWS <= len(rows) <= max_rows or rows[0][0] is None:
+        return None
+    payload = b"".join(bytes(r[2])[4:] for r in rows)
+    if len(payload) != 4 * dim * len(rows):
+        return None
+    matrix = np.frombuffer(payload, dtype=">f4").astype(np.float32).reshape(len(rows), dim)
+    expire = np.array([np.inf if r[3] is None else r[3].timestamp() for r in rows], dtype=np.float64)
+    return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), matrix,
+                        np.linalg.norm(matrix, axis=1), expire)
+
+
+def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q:
+    """The vector candidates of a cached scope: numpy picks the best `limit` + a margin of the
+    unexpired rows; PostgreSQL measures those again (pgvector's own distance, so similarities and
+    order are the SQL path's), keeps the best `limit`, and returns the scope's stamp with them."""
+    from psycopg import sql
+
+    assert request.query_vector is not None and request.model_id is not None
+    query = np.asarray(request.query_vector, dtype=np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sims = (entry.matrix @ query) / (entry.norms * float(np.linalg.norm(query)))
+    # A zero vector has no direction (pgvector: NaN, sorted last): last here too; expired: out.
+    sims = np.where(np.isnan(sims), -1e30, sims)
+    sims[entry.expire <= request.now.timestamp()] = -np.inf
+    take = min(len(sims), request.limit + _CACHE_MARGIN)
+    best = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
+    ids = [int(i) for i in entry.ids[best[sims[best] > -np.inf]]]
+    model_sql = sql.Literal(request.model_id).as_string(None).replace("%", "%%")
+    return Q(
+        "WITH s AS (SELECT (SELECT stamp FROM polymem_scope_stamps WHERE namespace = %s AND user_id = %s) AS stamp), "
+        # The scope as IS NOT DISTINCT FROM (same rows): only the primary key can serve this statement,
+        # whatever plan a prepared statement settles on.
+        "v AS (SELECT m.id, m.vector <=> %s::vector AS d FROM polymem_memories m WHERE m.id = ANY(%s) "
+        "AND m.namespace IS NOT DISTINCT FROM %s AND m.user_id IS NOT DISTINCT FROM %s "
+        f"AND m.embedding_model = {model_sql} AND m.vector IS NOT NULL "
+        "AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > %s) ORDER BY 2 LIMIT %s) "
+        "SELECT s.stamp, x.* FROM s LEFT JOIN LATERAL (SELECT m.id, m.memory_id, m.importance, m.category, "
+        "m.created_at, m.last_accessed_at, m.access_count, 1 - v.d FROM v JOIN polymem_memories m ON m.id = v.id) x "
+        "ON true",
+        (request.namespace, request.user_id, query, ids, request.namespace, request.user_id, request.now,
+         request.limit))
+
+
+def cached_rows(rows: Sequence[Sequence[Any]], entry: ScopeVectors) -> builtins.list[Sequence[Any]] | None:
+    """`cached_statement`'s candidates as the SQL path gives them, or None when the copy is stale."""
+    if not rows or rows[0][0] != entry.stamp:
+        return None
+    return [r[1:] for r in rows if r[1] is not None]
+
+
 # -- connections ----------------------------------------------------------------------------------
 def split_url(url: str) -> tuple[str, str, dict[str, str]]:
     """(conninfo for psycopg, the URL without its password, polymem options from the query)."""
     parts = urlsplit(url)
     scheme = "postgresql"
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    options = {k: query.pop(k) for k in list(query) if k.startswith("pool_") or k in ("ef_search", "namespace")}
+    options = {k: query.pop(k) for k in list(query)
+               if k.startswith("pool_") or k in ("ef_search", "namespace", "vector_cache_mb")}
     conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
     netloc = parts.netloc
     if "@" in netloc:
@@ -1184,6 +1443,7 @@ class PostgresBackend(Backend):
         self.plans = Plans()
         if "ef_search" in options:
             self.plans.ef_search = int(options["ef_search"])
+        self.vector_cache = VectorCache(int(float(options.get("vector_cache_mb", DEFAULT_VECTOR_CACHE_MB)) * 2**20))
         if auto_migrate:
             migrate(url)
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -1202,6 +1462,7 @@ class PostgresBackend(Backend):
             kwargs={"autocommit": True}, configure=configure, open=True, name="polymem")
         self._closed = False
         self._fan: Any = None  # threads running the second statement of a search
+        self._load: Any = None  # the thread copying a scope's vectors into `vector_cache`
         self._fan_lock = threading.Lock()
         self._queue: queue.Queue[tuple[str, builtins.list[tuple[str, float]], datetime] | None] = queue.Queue()
         self._pending = 0
@@ -1251,8 +1512,14 @@ class PostgresBackend(Backend):
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """Vector and full-text candidates side by side, each statement on its own pooled
-        connection (the full-text one from a helper thread), merged when both are back."""
+        connection (the full-text one from a helper thread), merged when both are back. A
+        recall scoped to one user whose vectors this process holds (`VectorCache`) takes its
+        vector candidates from the copy, checked against the scope's stamp."""
         statements = self.plans.search_statements(request)
+        key = cacheable(request)
+        entry = self.vector_cache.get(key) if key is not None else None
+        if entry is not None:
+            statements[0] = cached_statement(request, entry)
         if len(statements) < 2:
             results = [self._call(self.plans.run, q) for q in statements]
         else:
@@ -1262,7 +1529,38 @@ class PostgresBackend(Backend):
             finally:
                 second = other.result()
             results = [first, second]
+        if key is not None:
+            if entry is not None:
+                rows = cached_rows(results[0], entry)
+                if rows is None:  # written to since the copy: this time in SQL
+                    self.vector_cache.drop(key, entry.stamp)
+                    rows = self._call(self.plans.run, self.plans.search_statements(request)[0])
+                    entry = None
+                results[0] = rows
+            if entry is None and self.vector_cache.claim(key):
+                self._loader().submit(self._load_scope, key, request)
         return self.plans.merge_search(results)
+
+    def _load_scope(self, key: tuple[str, str, str], request: SearchRequest) -> None:
+        entry = None
+        try:
+            assert request.query_vector is not None
+            dim = len(request.query_vector)
+            limit = self.vector_cache.max_rows(dim)
+            entry = scope_vectors(self._call(self.plans.run, scope_load_statement(request, limit)), dim, limit)
+        except Exception:  # noqa: BLE001 - a copy that failed to load is simply not made
+            pass
+        finally:
+            self.vector_cache.put(key, entry)
+
+    def _loader(self) -> Any:
+        """The thread making cache copies (one at a time: never in the way of the search fan-out)."""
+        with self._fan_lock:
+            if self._load is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._load = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-pg-cache")
+            return self._load
 
     def _fan_out(self) -> Any:
         with self._fan_lock:
@@ -1453,6 +1751,7 @@ class PostgresBackend(Backend):
         self._queue.put(None)
         self._worker.join(timeout=10)
         self._closed = True
-        if self._fan is not None:
-            self._fan.shutdown(wait=True)
+        for executor in (self._fan, self._load):
+            if executor is not None:
+                executor.shutdown(wait=True)
         self._pool.close()

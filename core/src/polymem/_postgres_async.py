@@ -23,14 +23,21 @@ from ._backend import Backend, Candidate, NewRecord, SearchRequest
 from ._errors import LockTimeoutError, PolymemError, StoreClosedError, missing_extra
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._postgres import (
+    DEFAULT_VECTOR_CACHE_MB,
     PgPlan,
     Plans,
+    VectorCache,
     _hash64,
     _import_psycopg,
+    cacheable,
+    cached_rows,
+    cached_statement,
     migrate,
     retryable,
     run_plan_async,
     run_plan_sync,
+    scope_load_statement,
+    scope_vectors,
     session_settings,
     split_url,
     vector_dumper,
@@ -62,6 +69,8 @@ class AsyncPostgresBackend:
         self.plans = Plans()
         if "ef_search" in self._options:
             self.plans.ef_search = int(self._options["ef_search"])
+        self.vector_cache = VectorCache(
+            int(float(self._options.get("vector_cache_mb", DEFAULT_VECTOR_CACHE_MB)) * 2**20))
         if auto_migrate:
             migrate(url)
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
@@ -158,10 +167,40 @@ class AsyncPostgresBackend:
 
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """Vector and full-text candidates side by side, each statement on its own pooled
-        connection, merged when both are back."""
+        connection, merged when both are back; a scope this process holds the vectors of
+        (`VectorCache`) gives its vector candidates from the copy, checked against its stamp."""
         statements = self.plans.search_statements(request)
-        results = await asyncio.gather(*(self._call(self.plans.run, q) for q in statements))
+        key = cacheable(request)
+        entry = self.vector_cache.get(key) if key is not None else None
+        if entry is not None:
+            statements[0] = cached_statement(request, entry)
+        results = builtins.list(await asyncio.gather(*(self._call(self.plans.run, q) for q in statements)))
+        if key is not None:
+            if entry is not None:
+                rows = cached_rows(results[0], entry)
+                if rows is None:  # written to since the copy: this time in SQL
+                    self.vector_cache.drop(key, entry.stamp)
+                    rows = await self._call(self.plans.run, self.plans.search_statements(request)[0])
+                    entry = None
+                results[0] = rows
+            if entry is None and self.vector_cache.claim(key):
+                task = asyncio.get_running_loop().create_task(self._load_scope(key, request))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         return self.plans.merge_search(results)
+
+    async def _load_scope(self, key: tuple[str, str, str], request: SearchRequest) -> None:
+        entry = None
+        try:
+            assert request.query_vector is not None
+            dim = len(request.query_vector)
+            limit = self.vector_cache.max_rows(dim)
+            rows = await self._call(self.plans.run, scope_load_statement(request, limit))
+            entry = await asyncio.to_thread(scope_vectors, rows, dim, limit)
+        except Exception:  # noqa: BLE001 - a copy that failed to load is simply not made
+            pass
+        finally:
+            self.vector_cache.put(key, entry)
 
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return await self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]

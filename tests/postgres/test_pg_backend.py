@@ -679,10 +679,34 @@ def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
         backend.close()
 
 
+def test_the_scope_lexeme_does_not_rank_a_short_memory_first(pg_url: str) -> None:
+    """The twin of SQLite's scope column outside BM25: the scope lexeme selects a user's rows
+    but adds nothing to their rank, so a one-word memory, whose only term sits right next to the
+    scope lexeme, does not outrank a longer one matching more of the query."""
+    from polymem._postgres import PostgresBackend
+    from polymem._text import terms
+
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        with polymem.open(pg_url, embedder=None) as mem:
+            short = mem.save("Jazz", user_id="u").memory_id
+            # Ranked with the scope lexeme (before format 2): 0.042 for this one, 0.050 for "Jazz".
+            long = mem.save("After a long week at work the user went out for the evening with friends to hear "
+                            "some live jazz concerts", user_id="u").memory_id
+            mem.save("Jazz concerts", user_id="someone else")
+        req = SearchRequest("default", "u", None, None, None, None, None, tuple(terms("jazz concerts")), now, 10)
+        ranks = {c.memory_id: c.text_rank for c in backend.search(req)}
+        assert set(ranks) == {short, long}  # the scope still selects: the other user's memory is not found
+        assert ranks[long] == 1.0 and ranks[short] is not None and 0 < ranks[short] < ranks[long]
+    finally:
+        backend.close()
+
+
 def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) -> None:
     import psycopg
 
-    from polymem._postgres import migrate
+    from polymem._postgres import TSV_FORMAT, migrate, namespace_lexeme, scope_lexeme
     from polymem._text import ANALYZER_VERSION
 
     with polymem.open(pg_url, embedder=None) as mem:
@@ -695,3 +719,6 @@ def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) 
         assert [hit.memory.memory_id for hit in mem.recall("inspiration", user_id="u")] == [memory_id]
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone()[0] == ANALYZER_VERSION
+        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'tsv_format'").fetchone()[0] == TSV_FORMAT
+        assert [w for w in conn.execute("SELECT tsv::text FROM polymem_memories").fetchone()[0].split()
+                if w.endswith("A")] == [f"'{namespace_lexeme('default')}':1A", f"'{scope_lexeme('default', 'u')}':2A"]

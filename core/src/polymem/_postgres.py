@@ -21,7 +21,8 @@ serialization failure or deadlock.
 - The vector and full-text candidates are two statements run side by side.
 - Full text is a `tsvector` of the terms `_text.terms()` computes (CJK bigrams
   included), written position by position with no dictionary, plus a scope
-  lexeme so a per-user search intersects posting lists instead of filtering.
+  lexeme so a per-user search intersects posting lists instead of filtering
+  (weighted A, which the rank weighs 0, and left out of the ranked query).
 - Every read-modify-write is a transaction: updates lock the row
   (`SELECT ... FOR UPDATE`, then compare-and-set on `version`), idempotent saves
   take transaction-scoped advisory locks on their keys, reinforcement is one
@@ -229,6 +230,11 @@ MIGRATIONS: builtins.list[str] = [
     CREATE TRIGGER polymem_stamp_truncate AFTER TRUNCATE ON polymem_memories
         FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_all();
     """,
+    # 7: the full text's scope lexemes carry weight A, which the rank weighs 0 (`TSV_FORMAT` 2): the
+    # tsv written before is format 1, rebuilt by `_migrate_plan` like a tsv of another analyzer
+    """
+    INSERT INTO polymem_meta (key, value) VALUES ('tsv_format', '1') ON CONFLICT (key) DO NOTHING;
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time
@@ -320,11 +326,19 @@ def _too_long(term: str) -> bool:
     return len(term) > 500 and len(term.encode()) > 2000
 
 
+# How the stored tsv is written (`polymem_meta` 'tsv_format'; another value is rebuilt by migrate):
+# 2 = the two scope lexemes at positions 1 and 2 with weight A, the memory's terms without weight (D).
+TSV_FORMAT = "2"
+# ts_rank's weights, in its order {D, C, B, A}: the memory's terms count, the scope lexemes (A) do not.
+RANK_WEIGHTS = "{1,1,1,0}"
+
+
 def tsvector_literal(namespace: str, user_id: str | None, terms: Sequence[str]) -> str:
     """A tsvector written lexeme by lexeme (no parser, no dictionary), with positions
-    so term frequency and length count in the rank."""
+    so term frequency and length count in the rank. The namespace and scope lexemes come
+    first, weighted A (`RANK_WEIGHTS` gives A no weight): they select rows, never rank them."""
     positions: dict[str, builtins.list[int]] = {}
-    for n, term in enumerate((namespace_lexeme(namespace), scope_lexeme(namespace, user_id), *terms), start=1):
+    for n, term in enumerate(terms, start=3):
         if not term or _too_long(term):
             continue
         slot = positions.get(term)
@@ -332,13 +346,22 @@ def tsvector_literal(namespace: str, user_id: str | None, terms: Sequence[str]) 
             positions[term] = [n if n < 16383 else 16383]
         elif len(slot) < 255:
             slot.append(n if n < 16383 else 16383)
-    return " ".join([f"{_quote_lexeme(t)}:{p[0]}" if len(p) == 1 else f"{_quote_lexeme(t)}:{','.join(map(str, p))}"
+    # (A term equal to a scope lexeme is merged into it by PostgreSQL: its own positions stay D.)
+    body = " ".join([f"{_quote_lexeme(t)}:{p[0]}" if len(p) == 1 else f"{_quote_lexeme(t)}:{','.join(map(str, p))}"
                      for t, p in positions.items()])
+    return f"{namespace_lexeme(namespace)}:1A {scope_lexeme(namespace, user_id)}:2A {body}".rstrip()
 
 
 def tsquery_literal(scope: str, terms: Sequence[str]) -> str:
-    alternatives = " | ".join(_quote_lexeme(t) for t in terms if t and not _too_long(t))
-    return f"{_quote_lexeme(scope)} & ({alternatives})"
+    """What a search matches: the scope lexeme and any of the terms (the GIN index intersects)."""
+    return f"{_quote_lexeme(scope)} & ({rank_tsquery_literal(terms)})"
+
+
+def rank_tsquery_literal(terms: Sequence[str]) -> str:
+    """What ranks a match: its terms alone. (With the scope lexeme AND-ed in, ts_rank scores pairs
+    of query lexemes by proximity: the scope lexeme at position 2 rewarded memories whose terms
+    come first, i.e. short ones, and weighing it 0 would leave a single matched term no score.)"""
+    return " | ".join(_quote_lexeme(t) for t in terms if t and not _too_long(t))
 
 
 def index_name(model_id: str) -> str:
@@ -741,10 +764,12 @@ class Plans:
                 sim = "CASE WHEN m.embedding_model = %s AND m.vector IS NOT NULL THEN 1 - (m.vector <=> %s::vector) END"
                 tail = [model, query]
             statements.append(Q(
-                "WITH t AS (SELECT m.id, ts_rank(m.tsv, q.q, 1) AS r FROM polymem_memories m, "
-                f"(SELECT %s::tsquery AS q) q WHERE m.tsv @@ q.q AND {text_where}{live} ORDER BY r DESC, m.id "
-                f"LIMIT %s) SELECT {columns}, {sim}, t.r FROM t JOIN polymem_memories m ON m.id = t.id",
-                (tsquery_literal(scope, request.terms), *text_params, request.now, request.limit, *tail)))
+                f"WITH t AS (SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q.r, 1) AS r FROM polymem_memories m, "
+                f"(SELECT %s::tsquery AS q, %s::tsquery AS r) q WHERE m.tsv @@ q.q AND {text_where}{live} "
+                f"ORDER BY r DESC, m.id LIMIT %s) SELECT {columns}, {sim}, t.r FROM t JOIN polymem_memories m "
+                "ON m.id = t.id",
+                (tsquery_literal(scope, request.terms), rank_tsquery_literal(request.terms), *text_params,
+                 request.now, request.limit, *tail)))
         return statements
 
     @staticmethod
@@ -1321,8 +1346,9 @@ def _migrate_plan() -> PgPlan:
         yield Q(script, None, "none")
         yield Q("INSERT INTO polymem_schema_migrations (version) VALUES (%s)", (version,), "none")
         applied.append(version)
-    analyzed = yield Q("SELECT value FROM polymem_meta WHERE key = 'analyzer'", None, "one")
-    if analyzed is None or analyzed[0] != ANALYZER_VERSION:  # full text built by another analyzer
+    meta = dict((yield Q("SELECT key, value FROM polymem_meta WHERE key IN ('analyzer', 'tsv_format')")))
+    if meta.get("analyzer") != ANALYZER_VERSION or meta.get("tsv_format") != TSV_FORMAT:
+        # full text built by another analyzer, or written in another format
         last = 0
         while batch := (yield Q("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
                                 "ORDER BY id LIMIT 2000", (last,))):
@@ -1330,8 +1356,8 @@ def _migrate_plan() -> PgPlan:
             yield Q("UPDATE polymem_memories SET tsv = %s::tsvector WHERE id = %s",
                     [(tsvector_literal(namespace, user_id, terms(content)), row_id)
                      for row_id, namespace, user_id, content in batch], "many")
-        yield Q("INSERT INTO polymem_meta (key, value) VALUES ('analyzer', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION,), "none")
+        yield Q("INSERT INTO polymem_meta (key, value) VALUES ('analyzer', %s), ('tsv_format', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION, TSV_FORMAT), "none")
     return applied
 
 

@@ -357,6 +357,101 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
     return result
 
 
+def rebuild_old_way(url: str) -> None:
+    """The tsv rebuild as migrate did it before (row by row, 2,000 rows a batch, every index
+    maintained), its statement trigger off as it was before migration 6: the reference."""
+    import psycopg
+
+    from polymem._postgres import tsvector_literal
+
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute("ALTER TABLE polymem_memories DISABLE TRIGGER polymem_stamp_update")
+        last = 0
+        while batch := conn.execute("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
+                                    "ORDER BY id LIMIT 2000", (last,)).fetchall():
+            last = batch[-1][0]
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE polymem_memories SET tsv = %s::tsvector WHERE id = %s",
+                                [(tsvector_literal(n, u, terms(c)), i) for i, n, u, c in batch])
+        conn.execute("ALTER TABLE polymem_memories ENABLE TRIGGER polymem_stamp_update")
+
+
+def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
+    """Time the full-text rebuild `migrate` runs when the stored tsv is of another format or
+    analyzer (`--rebuild`): a store of `size` memories loaded like the main run, then its tsv
+    format marked outdated and `migrate` timed (the set-based rebuild, then VACUUM ANALYZE)."""
+    import psycopg
+
+    from polymem import _postgres
+    from polymem._postgres import PostgresBackend, migrate
+
+    print(f"\n== full-text rebuild, {size:,} memories, {users} users ==", flush=True)
+    rows, vectors, _, _ = make_data(size, users, real)
+    work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
+    server, base = start_server(work / "pg")
+    try:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        url = base.replace("/postgres?", "/bench?")
+        backend = PostgresBackend(url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        started = time.perf_counter()
+        backend.bulk_import("default", Prepared(rows, vectors, batch), now)
+        backend.close()
+        print(f"  store built in {time.perf_counter() - started:.1f}s", flush=True)
+
+        def outdated() -> None:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("UPDATE polymem_meta SET value = '1' WHERE key = 'tsv_format'")
+                conn.execute("VACUUM (ANALYZE) polymem_memories")
+
+        if old:
+            started = time.perf_counter()
+            rebuild_old_way(url)
+            print(f"  row-by-row rebuild (before): {time.perf_counter() - started:.1f}s", flush=True)
+        outdated()
+        phases: dict[str, float] = {}
+        real_plan = _postgres.rebuild_tsv
+
+        builds: list[tuple[str, float]] = []
+
+        def timed() -> Any:  # the same plan, with the moment each phase starts noted
+            plan, send, t0 = real_plan(), None, time.perf_counter()
+            while True:
+                try:
+                    q = plan.send(send)
+                except StopIteration as stop:
+                    phases["end"] = time.perf_counter() - t0
+                    return stop.value
+                text = str(q.sql)
+                for mark, key in (("LOCK TABLE", "staged"), ("DISABLE TRIGGER", "dropped"),
+                                  ("ENABLE TRIGGER", "updated")):
+                    if mark in text:
+                        phases[key] = time.perf_counter() - t0
+                started_q = time.perf_counter()
+                send = yield q
+                if text.startswith("CREATE") and " INDEX " in text:
+                    kind = "hnsw" if "USING hnsw" in text else "gin" if "USING gin" in text else \
+                        "covering btree" if "INCLUDE" in text else "btree"
+                    builds.append((kind, time.perf_counter() - started_q))
+
+        _postgres.rebuild_tsv = timed  # type: ignore[assignment]
+        try:
+            started = time.perf_counter()
+            migrate(url)
+            total = time.perf_counter() - started
+        finally:
+            _postgres.rebuild_tsv = real_plan
+        print(f"  set-based rebuild: {total:.1f}s in all (tsv computed and staged {phases['staged']:.1f}s, "
+              f"lock + indexes dropped {phases['dropped'] - phases['staged']:.1f}s, UPDATE "
+              f"{phases['updated'] - phases['dropped']:.1f}s, indexes built {phases['end'] - phases['updated']:.1f}s, "
+              f"commit + VACUUM ANALYZE {total - phases['end']:.1f}s)", flush=True)
+        print("  index builds: " + ", ".join(f"{kind} {sec:.1f}s" for kind, sec in builds), flush=True)
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def table(results: list[dict[str, Any]], real: int) -> str:
     lines = [
         "| memories | users | store | recall 1 user p50 / p99 (ms) | recall all users p50 / p99 (ms) | "
@@ -398,7 +493,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--url", help="an existing PostgreSQL with pgvector (its polymem tables are dropped!)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/postgres.md")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="time the full-text rebuild of migrate instead (nothing recorded)")
+    parser.add_argument("--rebuild-old", action="store_true", help="with --rebuild: time the row-by-row one too")
     args = parser.parse_args()
+    if args.rebuild:
+        for size in args.sizes:
+            rebuild(size, args.users, args.real, args.batch, args.rebuild_old)
+        return
     results = [run(size, args.users, args.real, args.queries, args.url, args.batch) for size in args.sizes]
     out = table(results, args.real)
     print()

@@ -722,3 +722,99 @@ def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) 
         assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'tsv_format'").fetchone()[0] == TSV_FORMAT
         assert [w for w in conn.execute("SELECT tsv::text FROM polymem_memories").fetchone()[0].split()
                 if w.endswith("A")] == [f"'{namespace_lexeme('default')}':1A", f"'{scope_lexeme('default', 'u')}':2A"]
+
+
+def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_url: str) -> None:
+    """migrate rebuilds the tsv with one UPDATE from a staging table, the indexes dropped and built
+    again: afterwards every row holds the tsv its content gives (rows written while the rebuild
+    staged the others included), every index is back and valid, the scope stamps are untouched
+    (a cached copy of vectors stays good) and their trigger is on again."""
+    import psycopg
+
+    from polymem import _postgres
+    from polymem._backend import NewRecord
+    from polymem._postgres import PostgresBackend, scope_lexeme, tsvector_literal
+    from polymem._text import content_hash, terms
+
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        assert backend.import_rows("default", _rows(900, dim=16), [], now).imported == 900
+    finally:
+        backend.close()
+    indexes = "SELECT c.relname, pg_get_indexdef(x.indexrelid), x.indisvalid FROM pg_index x JOIN pg_class c " \
+              "ON c.oid = x.indexrelid WHERE x.indrelid = 'polymem_memories'::regclass ORDER BY 1"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        before = conn.execute(indexes).fetchall()
+        stamps = conn.execute("SELECT * FROM polymem_scope_stamps ORDER BY 1, 2").fetchall()
+        assert any("hnsw" in d for _, d, _ in before) and any("gin" in d for _, d, _ in before)
+        conn.execute("UPDATE polymem_meta SET value = '1' WHERE key = 'tsv_format'")
+        conn.execute("UPDATE polymem_memories SET tsv = 'stale'::tsvector")
+        stamps_stale = conn.execute("SELECT * FROM polymem_scope_stamps ORDER BY 1, 2").fetchall()
+        assert stamps_stale == stamps  # the tsv is not watched
+
+    # While the first rows are staged, another connection edits one of them and adds a row.
+    extra = polymem.MemoryRecord(memory_id="late", content="written during the rebuild", user_id="u1",
+                                 created_at=now, updated_at=now, embedding_model=None, namespace="default",
+                                 category="fact", source="api", importance=0.5, agent_id=None, session_id=None)
+    real_rebuild = _postgres.rebuild_tsv
+
+    def rebuild_with_writes() -> Any:
+        plan = real_rebuild()
+        send = None
+        while True:
+            try:
+                q = plan.send(send)
+            except StopIteration as stop:
+                return stop.value
+            if "LOCK TABLE" in str(q.sql):
+                writer = PostgresBackend(pg_url, auto_migrate=False)
+                try:
+                    writer.update("default", "b-5", {"content": "edited meanwhile"}, None, now, None, None,
+                                  content_hash("edited meanwhile"), tuple(terms("edited meanwhile")))
+                    writer.insert([NewRecord(extra, None, content_hash(extra.content), None,
+                                             tuple(terms(extra.content)))], now)
+                finally:
+                    writer.close()
+            send = yield q
+
+    _postgres._REBUILD_BATCH, batch = 250, _postgres._REBUILD_BATCH
+    _postgres.rebuild_tsv = rebuild_with_writes  # type: ignore[assignment]
+    try:
+        _postgres.migrate(pg_url)
+    finally:
+        _postgres.rebuild_tsv = real_rebuild
+        _postgres._REBUILD_BATCH = batch
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(indexes).fetchall() == before  # same names, same definitions, all valid
+        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'tsv_format'").fetchone()[0] == "2"
+        assert conn.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'polymem_stamp_update'").fetchone()[0] == "O"
+        rows = conn.execute("SELECT memory_id, namespace, user_id, content, tsv::text FROM polymem_memories").fetchall()
+        assert len(rows) == 901
+        for memory_id, namespace, user_id, content, tsv in rows:
+            expected = conn.execute("SELECT %s::tsvector::text",
+                                    (tsvector_literal(namespace, user_id, terms(content)),)).fetchone()[0]
+            assert tsv == expected, memory_id
+        # the edit and the late row got theirs; the stamps moved only for those two writes' scopes
+        assert conn.execute("SELECT count(*) FROM polymem_memories WHERE tsv @@ %s::tsquery",
+                            (f"'{scope_lexeme('default', 'u2')}' & 'edit'",)).fetchone()[0] == 1
+        after = dict(((n, u), s) for n, u, s in conn.execute("SELECT * FROM polymem_scope_stamps").fetchall())
+        assert after[("default", "u0")] == dict(((n, u), s) for n, u, s in stamps)[("default", "u0")]
+    backend = PostgresBackend(pg_url)
+    try:
+        for i in (0, 1, 2, 450, 899):
+            req = SearchRequest("default", f"u{i % 3}", None, None, None, None, None, tuple(terms(f"memory {i}")),
+                                now, 5)
+            assert f"b-{i}" in {c.memory_id for c in backend.search(req)}
+        req = SearchRequest("default", "u1", None, None, None, None, None, tuple(terms("rebuild")), now, 5)
+        assert [c.memory_id for c in backend.search(req)] == ["late"]
+        q = np.random.default_rng(3).normal(size=16).astype(np.float32)
+        every = backend.search(SearchRequest("default", None, None, None, None, q, "bulk", (), now, 10))
+        assert len(every) == 10  # HNSW over every user works again
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM polymem_memories m WHERE m.embedding_model = 'bulk' "
+                "ORDER BY (m.vector::vector(16)) <=> %s::vector(16) LIMIT 10", (str(q.tolist()),)).fetchall())
+            assert "polymem_hnsw_" in plan
+    finally:
+        backend.close()

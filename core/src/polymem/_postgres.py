@@ -1334,7 +1334,7 @@ def vector_dumper(oid: int) -> type:
     return VectorDumper
 
 
-def _migrate_plan() -> PgPlan:
+def _migrate_plan(report: dict[str, Any] | None = None) -> PgPlan:
     yield Q("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,), "none")
     yield Q("CREATE TABLE IF NOT EXISTS polymem_schema_migrations (version INTEGER PRIMARY KEY, "
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", None, "none")
@@ -1349,16 +1349,70 @@ def _migrate_plan() -> PgPlan:
     meta = dict((yield Q("SELECT key, value FROM polymem_meta WHERE key IN ('analyzer', 'tsv_format')")))
     if meta.get("analyzer") != ANALYZER_VERSION or meta.get("tsv_format") != TSV_FORMAT:
         # full text built by another analyzer, or written in another format
-        last = 0
-        while batch := (yield Q("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
-                                "ORDER BY id LIMIT 2000", (last,))):
-            last = batch[-1][0]
-            yield Q("UPDATE polymem_memories SET tsv = %s::tsvector WHERE id = %s",
-                    [(tsvector_literal(namespace, user_id, terms(content)), row_id)
-                     for row_id, namespace, user_id, content in batch], "many")
+        rows = yield from rebuild_tsv()
+        if report is not None:
+            report["tsv_rebuilt"] = rows
         yield Q("INSERT INTO polymem_meta (key, value) VALUES ('analyzer', %s), ('tsv_format', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION, TSV_FORMAT), "none")
     return applied
+
+
+_REBUILD_BATCH = 20_000
+
+
+def _stage_tsv(rows: Sequence[Sequence[Any]]) -> Q:
+    return Q("COPY polymem_tsv_stage (id, content, tsv) FROM STDIN (FORMAT BINARY)",
+             [(r[0], r[3], tsvector_literal(r[1], r[2], terms(r[3]))) for r in rows], "copy", ("int8", "text", "text"))
+
+
+def rebuild_tsv() -> PgPlan:
+    """Write every row's tsv again (`_migrate_plan`, in its transaction, under its lock), set-based.
+
+    The new tsv strings are computed in Python batch by batch and COPYed into a staging table
+    while the store stays in use. Then, with the table locked: rows written since (new ones, or
+    whose content changed) are staged again, the indexes an UPDATE of every row would have to
+    maintain (all but the constraints': GIN, HNSW, covering scan, btrees) are dropped, one
+    UPDATE joins the staging table, and the indexes are built again, with a generous
+    maintenance_work_mem and parallel workers. The statement trigger stamping scopes
+    (migration 6) is off for that UPDATE: the tsv is none of the columns it watches.
+    Returns the number of rows rewritten."""
+    from psycopg import sql
+
+    yield Q("CREATE TEMP TABLE polymem_tsv_stage (id BIGINT PRIMARY KEY, content TEXT NOT NULL, tsv TEXT NOT NULL) "
+            "ON COMMIT DROP", None, "none")
+    last = 0
+    while batch := (yield Q("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
+                            "ORDER BY id LIMIT %s", (last, _REBUILD_BATCH))):
+        last = batch[-1][0]
+        yield _stage_tsv(batch)
+    yield Q("LOCK TABLE polymem_memories IN ACCESS EXCLUSIVE MODE", None, "none")
+    changed = yield Q("SELECT m.id, m.namespace, m.user_id, m.content FROM polymem_memories m "
+                      "LEFT JOIN polymem_tsv_stage s ON s.id = m.id WHERE s.content IS DISTINCT FROM m.content")
+    if changed:
+        yield Q("DELETE FROM polymem_tsv_stage WHERE id = ANY(%s)", ([r[0] for r in changed],), "none")
+        yield _stage_tsv(changed)
+    if last == 0 and not changed:
+        return 0
+    yield Q("ANALYZE polymem_tsv_stage", None, "none")
+    indexes = yield Q(
+        "SELECT c.relname, pg_get_indexdef(x.indexrelid) FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = 'polymem_memories'::regclass "
+        "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid) ORDER BY c.relname")
+    for name, _ in indexes:
+        yield Q(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)), None, "none")
+    yield Q("ALTER TABLE polymem_memories DISABLE TRIGGER polymem_stamp_update", None, "none")
+    count = yield Q("UPDATE polymem_memories m SET tsv = s.tsv::tsvector FROM polymem_tsv_stage s WHERE m.id = s.id",
+                    None, "rowcount")
+    yield Q("ALTER TABLE polymem_memories ENABLE TRIGGER polymem_stamp_update", None, "none")
+    # Raise (never lower) what the index builds may use: an HNSW graph built in memory is many
+    # times faster than one spilling (about 2 KB a 384-d row).
+    yield Q("SELECT set_config('maintenance_work_mem', CASE WHEN pg_size_bytes(current_setting("
+            "'maintenance_work_mem')) < pg_size_bytes('2GB') THEN '2GB' ELSE current_setting('maintenance_work_mem') "
+            "END, true), set_config('max_parallel_maintenance_workers', GREATEST(2, current_setting("
+            "'max_parallel_maintenance_workers')::int)::text, true)", None, "none")
+    for _, definition in indexes:
+        yield Q(definition, None, "none")
+    return int(count)
 
 
 def run_plan_sync(conn: Any, plan: PgPlan) -> Any:
@@ -1440,8 +1494,15 @@ def migrate(url: str) -> builtins.list[int]:
     """
     psycopg = _import_psycopg()
     conninfo, _, _ = split_url(url)
-    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-        return run_plan_sync(conn, _migrate_plan())  # type: ignore[no-any-return]
+    report: dict[str, Any] = {}
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        with conn.transaction():
+            applied = run_plan_sync(conn, _migrate_plan(report))
+        if report.get("tsv_rebuilt"):
+            # Every row was rewritten: mark the pages all-visible again (index-only scans of the
+            # covering scan indexes need it) and refresh the statistics.
+            conn.execute("VACUUM (ANALYZE) polymem_memories")
+    return applied  # type: ignore[no-any-return]
 
 
 def schema_version(url: str) -> int:

@@ -1248,10 +1248,12 @@ def scope_vectors(rows: Sequence[Sequence[Any]], dim: int, max_rows: int) -> Sco
     a copy to pay, or vectors of another size)."""
     if not VectorCache.MIN_ROWS <= len(rows) <= max_rows or rows[0][0] is None:
         return None
-    payload = b"".join(bytes(r[2])[4:] for r in rows)
-    if len(payload) != 4 * dim * len(rows):
-        return None
-    matrix = np.frombuffer(payload, dtype=">f4").astype(np.float32).reshape(len(rows), dim)
+    size = 4 + 4 * dim
+    matrix = np.empty((len(rows), dim), dtype=np.float32)  # filled row by row: no second full-size buffer
+    for i, r in enumerate(rows):
+        if len(r[2]) != size:
+            return None
+        matrix[i] = np.frombuffer(r[2], dtype=">f4", count=dim, offset=4)
     expire = np.array([np.inf if r[3] is None else r[3].timestamp() for r in rows], dtype=np.float64)
     return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), matrix,
                         np.linalg.norm(matrix, axis=1), expire)

@@ -230,10 +230,11 @@ MIGRATIONS: builtins.list[str] = [
     CREATE TRIGGER polymem_stamp_truncate AFTER TRUNCATE ON polymem_memories
         FOR EACH STATEMENT EXECUTE FUNCTION polymem_stamp_all();
     """,
-    # 7: the full text's scope lexemes carry weight A, which the rank weighs 0 (`TSV_FORMAT` 2): the
-    # tsv written before is format 1, rebuilt by `_migrate_plan` like a tsv of another analyzer
+    # 7: the full text's scope lexemes carry weight A (`TSV_FORMAT` 2). The rank's query never holds
+    # a scope lexeme, so a tsv written before (everything weight D) ranks exactly alike: an existing
+    # store is marked format 2 without a rebuild (at 1M rows one blocks reads for minutes).
     """
-    INSERT INTO polymem_meta (key, value) VALUES ('tsv_format', '1') ON CONFLICT (key) DO NOTHING;
+    INSERT INTO polymem_meta (key, value) VALUES ('tsv_format', '2') ON CONFLICT (key) DO NOTHING;
     """,
 ]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import polymem
 from polymem._sqlite import MIGRATIONS, namespace_token, scope_token
 from polymem._text import ANALYZER_VERSION
@@ -48,3 +50,38 @@ def test_a_version_3_store_moves_its_scope_tokens_out_of_the_ranked_text(tmp_pat
         scope, body = conn.execute("SELECT scope, body FROM memory_fts").fetchone()
     assert scope == f"{namespace_token('default')} {scope_token('default', 'u')}"
     assert "jazz" in body and "zs" not in body
+
+
+def test_a_term_in_most_of_one_users_memories_weighs_less_for_that_user_than_a_term_rare_for_them(
+        tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None) as mem:
+        for n in range(30):  # "garden" is common over the whole store, but not for Alice
+            mem.save(f"Neighbour {n} keeps a garden", user_id=f"other-{n}")
+        for n in range(8):
+            mem.save(f"Alice said hello on day {n}", user_id="alice")
+        garden = mem.save("The garden needs water", user_id="alice")
+        hits = mem.recall("Alice garden", user_id="alice")
+    assert hits[0].memory.memory_id == garden.memory_id
+    assert len(hits) == 9
+
+
+def test_a_store_of_one_user_ranks_exactly_as_fts5s_own_bm25(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        mem.save("The violin lesson moved to Friday", user_id="u")
+        for n in range(6):
+            mem.save(f"Lesson notes {n}: practise the scales of the lesson", user_id="u")
+        mem.save("Violin strings ordered", user_id="u")
+        ranks = {hit.memory.content: hit.text_rank for hit in mem.recall("violin lesson", user_id="u")}
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT m.content, bm25(memory_fts, 0.0, 1.0) FROM memory_fts f JOIN memories m "
+                            "ON m.rowid = f.rowid WHERE memory_fts MATCH 'body : (violin OR lesson)'").fetchall()
+    best = min(rank for _, rank in rows)
+    assert ranks == pytest.approx({content: rank / best for content, rank in rows})
+
+
+def test_a_term_count_above_a_lagging_row_count_weighs_the_minimum_instead_of_failing() -> None:
+    from polymem._sqlite import fts5_idf
+
+    assert fts5_idf(3, 5) == fts5_idf(10, 10) == 1e-6
+    assert fts5_idf(100, 1) > fts5_idf(100, 10) > 0

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import heapq
 import json
+import math
 import os
 import queue
 import sqlite3
@@ -139,6 +141,25 @@ def namespace_token(namespace: str) -> str:
 def fts_row(namespace: str, user_id: str | None, terms: Sequence[str]) -> tuple[str, str]:
     """The (scope, body) columns of a memory's full-text row."""
     return f"{namespace_token(namespace)} {scope_token(namespace, user_id)}", " ".join(terms)
+
+
+def fts5_idf(rows: int, with_term: int) -> float:
+    """The inverse document frequency FTS5's bm25() multiplies a term's share by (the
+    scope's is computed alike, so a scope holding every row ranks exactly as bm25() does)."""
+    odds = (rows - with_term + 0.5) / (with_term + 0.5)  # a cached count may lag: never log(<= 0)
+    return math.log(odds) if odds > 1 else 1e-6
+
+
+def _varint(blob: bytes) -> int:
+    """The first SQLite varint of `blob`."""
+    value = 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
 
 
 def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
@@ -359,6 +380,7 @@ class SQLiteBackend(Backend):
         self._caches: dict[str | None, _VectorCache] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
+        self._scope_counts: dict[str, tuple[int, int]] = {}
         self._queue: queue.Queue[tuple[str, list[tuple[str, float]], int] | None] = queue.Queue()
         self._pending = 0
         self._pending_cv = threading.Condition()
@@ -696,6 +718,10 @@ class SQLiteBackend(Backend):
         return out
 
     def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int) -> dict[int, float]:
+        """Full-text matches ranked by BM25 over the asking scope's own statistics.
+
+        A name in every second memory of one user is no rarer for that user because a hundred
+        other users never say it: term weights come from the scope's rows, not the table's."""
         docs = self._document_frequencies(conn, request.terms)
         present = [t for t in request.terms if docs.get(t)]
         selective = [t for t in present if docs[t] <= MAX_TERM_DOCS]
@@ -703,22 +729,50 @@ class SQLiteBackend(Backend):
             if request.query_vector is not None or not present:
                 return {}
             selective = [min(present, key=lambda t: docs[t])]
-        quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
-        match = f'scope : "{scope}" AND body : ({quoted})'
         where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
                                         request.filter)
-        rows = conn.execute(
-            "SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts f JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
-            "AND (m.expire_at IS NULL OR m.expire_at > ?) ORDER BY rank LIMIT ?",
-            (match, *params, now_us, request.limit),
-        ).fetchall()
-        if not rows:
+        # CROSS JOIN: the full-text match drives; probing it once per row of the user's is O(rows)
+        matches = ("FROM memory_fts f CROSS JOIN memories m ON m.rowid = f.rowid "
+                   f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
+                   "AND (m.expire_at IS NULL OR m.expire_at > ?)")
+        table_rows = self._fts_row_count(conn)
+        scope_rows = self._scope_row_count(conn, scope)
+        scores: dict[int, float] = {}
+        # FTS5's bm25() weighs a term by the whole table; one query per term lets each term's
+        # share be re-weighted by the scope's own frequency.
+        for term in dict.fromkeys(selective):
+            match = f'scope : "{scope}" AND body : "{term.replace(chr(34), chr(34) * 2)}"'
+            in_scope = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                                        (match,)).fetchone()[0])
+            if not in_scope:
+                continue
+            reweight = fts5_idf(scope_rows, in_scope) / fts5_idf(table_rows, docs[term])
+            for rowid, rank in conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) {matches}",
+                                            (match, *params, now_us)):
+                scores[rowid] = scores.get(rowid, 0.0) - rank * reweight
+        if not scores:
             return {}
-        best = min(r[1] for r in rows)
-        return {int(r[0]): (float(r[1]) / best if best < 0 else 1.0) for r in rows}
+        top = heapq.nlargest(request.limit, scores.items(), key=lambda item: item[1])
+        best = top[0][1]
+        return {int(rowid): (score / best if best > 0 else 1.0) for rowid, score in top}
+
+    def _fts_row_count(self, conn: sqlite3.Connection) -> int:
+        """Rows in the full-text index, as FTS5's own BM25 counts them (its averages record)."""
+        row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 1").fetchone()
+        return _varint(row[0]) if row and row[0] else 0
+
+    def _scope_row_count(self, conn: sqlite3.Connection, scope: str) -> int:
+        """Full-text rows of one scope; cached until writes could move it by more than 1%."""
+        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+        cached = self._scope_counts.get(scope)
+        if cached is not None and 0 <= seq - cached[0] <= cached[1] // 100:
+            return cached[1]
+        count = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                                 (f'scope : "{scope}"',)).fetchone()[0])
+        self._scope_counts[scope] = (seq, count)
+        return count
 
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         with self._read() as conn:

@@ -476,6 +476,8 @@ class SQLiteBackend(Backend):
                     results.append((found.replace(last_accessed_at=now), False))
                     continue
                 claimed[key] = rec
+                # as saved one by one: unkeyed content repeating this keyed memory's is this memory
+                claimed.setdefault((rec.namespace, "hash", item.content_hash, rec.user_id, rec.agent_id), rec)
                 rows.append((next_rowid, *_record_values(rec), item.content_hash, _blob(item.vector),
                              item.idempotency_key, seq))
                 fts.append((next_rowid, *fts_row(rec.namespace, rec.user_id, item.terms)))

@@ -164,14 +164,17 @@ class _Plans:
 
     def _save_many(self, drafts: Sequence[MemoryDraft], **scope: Any) -> Plan:
         vectors = scope.pop("vectors", None)
+        keys = scope.pop("idempotency_keys", None)
         if vectors is not None and len(vectors) != len(drafts):
             raise InvalidInput("give one vector per memory")
+        if keys is not None and len(keys) != len(drafts):
+            raise InvalidInput("give one idempotency key (or None) per memory")
         out = []
         for n, draft in enumerate(drafts):
             rec = yield from self._save(draft.content, category=draft.category, source=draft.source,
                                         importance=draft.importance, entities=list(draft.entities),
                                         metadata=dict(draft.metadata), vector=None if vectors is None else vectors[n],
-                                        **scope)
+                                        idempotency_key=None if keys is None else keys[n], **scope)
             out.append(rec)
         return out
 
@@ -407,11 +410,11 @@ class HttpMemory(_Plans):
             expire_at=expire_at, idempotency_key=idempotency_key, vector=vector))
 
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
-                  session_id: str | None = None,
-                  vectors: Sequence[Sequence[float]] | None = None) -> builtins.list[MemoryRecord]:
+                  session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
+                  idempotency_keys: Sequence[str | None] | None = None) -> builtins.list[MemoryRecord]:
         """Store many memories (one request each; each retry-safe)."""
         return self._run(self._save_many(drafts, user_id=user_id, agent_id=agent_id,  # type: ignore[no-any-return]
-                                         session_id=session_id, vectors=vectors))
+                                         session_id=session_id, vectors=vectors, idempotency_keys=idempotency_keys))
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
@@ -702,10 +705,11 @@ class AsyncHttpMemory(_Plans):
             expire_at=expire_at, idempotency_key=idempotency_key, vector=vector))
 
     async def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
-                        session_id: str | None = None,
-                        vectors: Sequence[Sequence[float]] | None = None) -> builtins.list[MemoryRecord]:
+                        session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
+                        idempotency_keys: Sequence[str | None] | None = None) -> builtins.list[MemoryRecord]:
         return await self._run(self._save_many(drafts, user_id=user_id, agent_id=agent_id,  # type: ignore[no-any-return]
-                                               session_id=session_id, vectors=vectors))
+                                               session_id=session_id, vectors=vectors,
+                                               idempotency_keys=idempotency_keys))
 
     async def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                      category: str | None = None, filter: dict[str, Any] | None = None,

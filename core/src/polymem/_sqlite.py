@@ -741,6 +741,12 @@ class SQLiteBackend(Backend):
                    "AND (m.expire_at IS NULL OR m.expire_at > ?)")
         table_rows = self._fts_row_count(conn)
         scope_rows = self._scope_row_count(conn, scope)
+        if scope_rows >= table_rows:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
+            quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in dict.fromkeys(selective))
+            rows = conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank {matches} ORDER BY rank LIMIT ?",
+                                (f'scope : "{scope}" AND body : ({quoted})', *params, now_us, request.limit)).fetchall()
+            best_rank = min((r[1] for r in rows), default=0.0)
+            return {int(r[0]): (float(r[1]) / best_rank if best_rank < 0 else 1.0) for r in rows}
         scores: dict[int, float] = {}
         # FTS5's bm25() weighs a term by the whole table; one query per term lets each term's
         # share be re-weighted by the scope's own frequency.

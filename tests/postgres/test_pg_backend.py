@@ -233,13 +233,20 @@ def test_import_keeps_the_first_of_duplicates_within_a_batch(pg_url: str) -> Non
         backend.close()
 
 
-def _wait_cached(backend: Any, key: tuple[str, str, str]) -> Any:
+def _wait_cached(backend: Any, key: tuple[str, str, str], dim: int = 32) -> Any:
+    """The scope's copy, asking again while it is missing: a miss starts a load only when no other
+    load is under way (on a busy machine another scope's load may still run)."""
     import time
 
-    deadline = time.monotonic() + 20
+    namespace, user, model = key
+    again = SearchRequest(namespace, user, None, None, None, np.ones(dim, dtype=np.float32),
+                          model, (), datetime.now(timezone.utc), 1)
+    deadline = time.monotonic() + 60
     while (entry := backend.vector_cache.get(key)) is None:
         assert time.monotonic() < deadline, "the scope's vectors were never copied"
-        time.sleep(0.02)
+        time.sleep(0.05)
+        if backend.vector_cache.get(key) is None and not backend.vector_cache.loading:
+            backend.search(again)
     return entry
 
 

@@ -1,0 +1,76 @@
+"""How the SQLite file is written: versions kept once, the WAL kept short off the write path."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import polymem
+from polymem._filters import dumps
+
+
+def _versions_table(path: Path) -> list[tuple[str, int]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT memory_id, version FROM memory_versions ORDER BY memory_id, version").fetchall()
+
+
+def test_a_save_keeps_its_record_once_in_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        rec = mem.save("I like green tea", user_id="u")
+        assert mem.history(rec.memory_id) == [rec]
+    assert _versions_table(path) == []
+
+
+def test_an_update_keeps_the_version_it_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        rec = mem.save("I like green tea", user_id="u")
+        new = mem.update(rec.memory_id, content="I like black tea")
+        assert [(v.version, v.content) for v in mem.history(rec.memory_id)] == [(1, "I like green tea"),
+                                                                               (2, "I like black tea")]
+        assert mem.history(rec.memory_id)[-1] == new
+    assert _versions_table(path) == [(rec.memory_id, 1)]
+
+
+def test_a_store_that_also_kept_the_current_version_lists_each_version_once(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        rec = mem.save("I like green tea", user_id="u")
+        new = mem.update(rec.memory_id, content="I like black tea")
+    with sqlite3.connect(path) as conn:  # as stores written before 0.1.0's last change hold it
+        conn.execute("INSERT INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
+                     (new.memory_id, new.version, dumps(new.to_dict())))
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        assert [v.version for v in mem.history(rec.memory_id)] == [1, 2]
+        third = mem.update(rec.memory_id, content="I like oolong")
+        assert [v.content for v in mem.history(rec.memory_id)] == ["I like green tea", "I like black tea",
+                                                                  third.content]
+
+
+def test_a_snapshot_carries_every_version_with_the_current_one_last(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'a.db'}", embedder=None) as mem:
+        rec = mem.save("I like green tea", user_id="u")
+        mem.update(rec.memory_id, content="I like black tea")
+        mem.update(rec.memory_id, importance=0.9)
+        before = mem.history(rec.memory_id)
+        mem.export_snapshot(tmp_path / "snap.jsonl")
+    with polymem.open(f"sqlite:///{tmp_path / 'b.db'}", embedder=None) as mem:
+        mem.import_snapshot(tmp_path / "snap.jsonl")
+        assert mem.history(rec.memory_id) == before
+        mem.update(rec.memory_id, content="I like oolong")
+        assert [v.version for v in mem.history(rec.memory_id)] == [1, 2, 3, 4]
+
+
+def test_the_wal_starts_over_while_a_writer_keeps_saving(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    wal = Path(f"{path}-wal")
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        for i in range(1500):
+            mem.save(f"memory number {i} about tea", user_id="u")
+        time.sleep(0.5)  # the checkpointer copies in the background
+        # ~50 KB a save: without checkpoints the WAL would hold all 75 MB
+        assert wal.stat().st_size < 20 << 20
+        assert path.stat().st_size > 500_000  # the saves reached the database file itself
+        assert mem.stats()["memories"] == 1500

@@ -135,3 +135,15 @@ def test_http_urls_open_the_service_client() -> None:
     assert isinstance(remote, HttpMemory)
     remote.close()
     assert isinstance(polymem.open_async("http://127.0.0.1:9/", token="t"), AsyncHttpMemory)
+
+
+def test_memory_ids_are_distinct_uuid4_strings() -> None:
+    import uuid
+
+    from polymem._models import new_id
+
+    ids = [new_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122

@@ -67,10 +67,10 @@ def test_the_wal_starts_over_while_a_writer_keeps_saving(tmp_path: Path) -> None
     path = tmp_path / "m.db"
     wal = Path(f"{path}-wal")
     with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
-        for i in range(3000):
+        for i in range(4000):
             mem.save(f"memory number {i} about tea", user_id="u")
         time.sleep(0.5)  # the checkpointer copies in the background
-        # ~50 KB a save: without checkpoints the WAL would hold all 150 MB
-        assert wal.stat().st_size < 48 << 20
+        # ~50 KB a save: without checkpoints the WAL would hold all 200 MB
+        assert wal.stat().st_size < 64 << 20
         assert path.stat().st_size > 500_000  # the saves reached the database file itself
-        assert mem.stats()["memories"] == 3000
+        assert mem.stats()["memories"] == 4000

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import polymem
 from polymem.testing import FakeClock
@@ -70,4 +71,22 @@ def test_re_embedded_content_replaces_the_old_vector_in_recall(tmp_path: Path) -
     assert nearest(mem, new) == record.memory_id
     assert all(memory.memory_id != record.memory_id or similarity < 0.99
                for memory, similarity in mem.nearest(old, user_id="u", top_k=5))
+    mem.close()
+
+
+@pytest.mark.parametrize("share", [0.05, 0.5, 0.95], ids=["few-rows", "half", "most-rows"])
+def test_an_agent_filter_returns_the_exact_nearest_among_that_agents_memories(tmp_path: Path, share: float) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(400, seed=3)
+    agents = ["a" if i < share * 400 else "b" for i in range(400)]
+    for agent in ("a", "b"):
+        idx = [i for i, a in enumerate(agents) if a == agent]
+        mem.save_many([polymem.MemoryDraft(f"memory number {i}") for i in idx], user_id="u", agent_id=agent,
+                      vectors=vectors[idx])
+    ids = {r.content: r.memory_id for r in mem.list(user_id="u", limit=1000)}
+    for query in unit_vectors(20, seed=4):
+        mine = [i for i, a in enumerate(agents) if a == "a"]
+        expected = sorted(mine, key=lambda i: -float(vectors[i] @ query))[:5]
+        got = [r.memory_id for r, _ in mem.nearest(query, user_id="u", agent_id="a", top_k=5)]
+        assert got == [ids[f"memory number {i}"] for i in expected]
     mem.close()

@@ -230,6 +230,11 @@ def _single_threaded_blas() -> Any:
 _NEVER = np.iinfo(np.int64).max
 
 
+# A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out before the product;
+# keeping more, the product runs over every row and the filter picks from its result (100k rows:
+# gathering 10% 3.1 ms, 20% 10.7, 50% 34 ms; the whole product 9-10 ms).
+GATHER_BELOW = 6
+
 # Below this many rows one core finishes a matrix-vector product before a second would start.
 PARALLEL_ROWS = 32_768
 _POOL: ThreadPoolExecutor | None = None
@@ -753,11 +758,17 @@ class SQLiteBackend(Backend):
                 mask &= block.categories[:n] == block.code(request.category)
             if allowed is not None:
                 mask &= np.isin(rowids, allowed)
-            if not mask.all():
-                rowids, matrix = rowids[mask], matrix[mask]
-            if not len(rowids):
+            kept = int(np.count_nonzero(mask))
+            if not kept:
                 continue
-            sims = _similarities(matrix, query)
+            if kept == n:
+                sims = _similarities(matrix, query)
+            elif kept * GATHER_BELOW < n:  # few rows: gathering them costs less than scanning all
+                rowids = rowids[mask]
+                sims = _similarities(matrix[mask], query)
+            else:  # most rows: a copy of them costs more than scanning them all
+                rowids = rowids[mask]
+                sims = _similarities(matrix, query)[mask]
             if len(sims) > request.limit:
                 top = np.argpartition(-sims, request.limit)[: request.limit]
                 rowids, sims = rowids[top], sims[top]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -74,3 +75,23 @@ def test_the_wal_starts_over_while_a_writer_keeps_saving(tmp_path: Path) -> None
         assert wal.stat().st_size < 64 << 20
         assert path.stat().st_size > 500_000  # the saves reached the database file itself
         assert mem.stats()["memories"] == 4000
+
+
+def test_a_snapshot_whose_current_version_differs_from_its_record_round_trips_exactly(tmp_path: Path) -> None:
+    # As a PostgreSQL store exports it: each version as written, the record with later access counts.
+    with polymem.open(f"sqlite:///{tmp_path / 'a.db'}", embedder=None) as mem:
+        mem.save("I like green tea", user_id="u")
+        mem.export_snapshot(tmp_path / "a.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    for line in lines:
+        if line.get("type") == "memory":
+            line["record"]["access_count"] = 5
+            assert line["versions"][-1]["access_count"] == 0
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with polymem.open(f"sqlite:///{tmp_path / 'b.db'}", embedder=None) as mem:
+        mem.import_snapshot(tmp_path / "b.jsonl")
+        mem.export_snapshot(tmp_path / "c.jsonl")
+    exported = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    memories = [line for line in exported if line.get("type") == "memory"]
+    assert len(memories) == 1
+    assert memories == [line for line in lines if line.get("type") == "memory"]

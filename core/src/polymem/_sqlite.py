@@ -522,18 +522,20 @@ class SQLiteBackend(Backend):
     def _keep_version(conn: sqlite3.Connection, record: MemoryRecord) -> None:
         """Store `record` as a past version before its row changes.
 
-        memory_versions holds past versions only: the current one is the row itself, so a save
-        writes no second copy of what it inserts. (Stores written before this kept the current
-        version there too; `_versions` lets the row win, and an existing snapshot is kept.)"""
+        A save writes no second copy of what it inserts: until its row changes, a memory's current
+        version is the row itself. (A snapshot's import, and stores written before this, also
+        keep the current version's own record; `_versions` then gives that one, unchanged.)"""
         conn.execute("INSERT OR IGNORE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
                      (record.memory_id, record.version, dumps(record.to_dict())))
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, current: MemoryRecord) -> builtins.list[dict[str, Any]]:
-        """Every version of a memory as a dict, oldest first, the current row last."""
-        rows = conn.execute("SELECT record FROM memory_versions WHERE memory_id = ? AND version < ? ORDER BY version",
-                            (current.memory_id, current.version)).fetchall()
-        return [*(json.loads(r[0]) for r in rows), current.to_dict()]
+        """Every version of a memory as a dict, oldest first; the current one is its stored
+        record when there is one (so a snapshot round-trips exactly), else the row."""
+        rows = conn.execute("SELECT version, record FROM memory_versions WHERE memory_id = ? AND version <= ? "
+                            "ORDER BY version", (current.memory_id, current.version)).fetchall()
+        stored = [json.loads(r[1]) for r in rows]
+        return stored if rows and rows[-1][0] == current.version else [*stored, current.to_dict()]
 
     # -- records ------------------------------------------------------------------------------
     def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
@@ -686,8 +688,8 @@ class SQLiteBackend(Backend):
             found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
             if not found:
                 return []
-            past = self._versions(conn, found[0])[:-1]
-        return [*(MemoryRecord.from_dict(v) for v in past), found[0]]
+            versions = self._versions(conn, found[0])
+        return [MemoryRecord.from_dict(v) for v in versions]
 
     # -- search -------------------------------------------------------------------------------
     def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:
@@ -998,8 +1000,7 @@ class SQLiteBackend(Backend):
                 conn.execute("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)",
                              (cursor.lastrowid, *fts_row(namespace, record.user_id, item["terms"])))
                 conn.executemany("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
-                                 [(record.memory_id, v["version"], dumps(v)) for v in item["versions"]
-                                  if v["version"] < record.version])
+                                 [(record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
                 report.imported += 1
             for session in sessions:
                 exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",

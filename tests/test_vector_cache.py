@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import polymem
+from polymem._scan import HALF_ROWS
 from polymem.testing import FakeClock
 
 
@@ -89,4 +90,46 @@ def test_an_agent_filter_returns_the_exact_nearest_among_that_agents_memories(tm
         expected = sorted(mine, key=lambda i: -float(vectors[i] @ query))[:5]
         got = [r.memory_id for r, _ in mem.nearest(query, user_id="u", agent_id="a", top_k=5)]
         assert got == [ids[f"memory number {i}"] for i in expected]
+    mem.close()
+
+
+def save_scope(mem: polymem.Memory, vectors: np.ndarray, agents: list[str]) -> dict[int, str]:
+    """Saves `vectors` for user "u" under their agents; the memory id of each row."""
+    ids: dict[int, str] = {}
+    for agent in sorted(set(agents)):
+        idx = [i for i, a in enumerate(agents) if a == agent]
+        records = mem.save_many([polymem.MemoryDraft(f"memory number {i}") for i in idx], user_id="u",
+                                agent_id=agent, vectors=vectors[idx])
+        ids.update(zip(idx, (r.memory_id for r in records)))
+    return ids
+
+
+@pytest.mark.parametrize("share", [1.0, 0.5, 0.1], ids=["no-filter", "half", "tenth"])
+def test_a_scope_past_the_float16_shortlist_size_still_ranks_by_exact_float32_products(
+        tmp_path: Path, share: float) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    n = 2 * HALF_ROWS
+    vectors = unit_vectors(n, seed=5)
+    agents = ["a" if i < share * n else "b" for i in range(n)]
+    ids = save_scope(mem, vectors, agents)
+    mine = [i for i, a in enumerate(agents) if a == "a"]
+    for query in unit_vectors(10, seed=6):
+        exact = vectors[mine] @ query
+        expected = [mine[i] for i in np.argsort(-exact, kind="stable")[:10]]
+        got = mem.nearest(query, user_id="u", agent_id="a", top_k=10)
+        assert [r.memory_id for r, _ in got] == [ids[i] for i in expected]
+        assert [s for _, s in got] == pytest.approx([float(vectors[i] @ query) for i in expected], abs=1e-6)
+    mem.close()
+
+
+def test_rows_closer_together_than_float16_can_tell_apart_are_still_ranked_exactly(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    n = 2 * HALF_ROWS
+    center = unit_vectors(1, seed=7)[0]
+    vectors = center + np.random.default_rng(8).normal(0, 3e-3, size=(n, VectorTable.dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = save_scope(mem, vectors, ["a"] * n)
+    exact = vectors @ center
+    expected = [ids[i] for i in np.argsort(-exact, kind="stable")[:10]]
+    assert [r.memory_id for r, _ in mem.nearest(center, user_id="u", top_k=10)] == expected
     mem.close()

@@ -63,6 +63,7 @@ from ._errors import (
 )
 from ._filters import OPERATORS, _column, _scalar, dumps, from_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._scan import HALF_ERROR, half_products, shortlist
 from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
@@ -1103,7 +1104,6 @@ def session_dict(info: SessionInfo, messages: builtins.list[dict[str, Any]]) -> 
 
 # -- a process's copy of per-user vectors ---------------------------------------------------------
 DEFAULT_VECTOR_CACHE_MB = 512
-_CACHE_MARGIN = 16  # extra candidates ranked again by PostgreSQL (numpy and pgvector round differently)
 
 
 @dataclass
@@ -1112,8 +1112,8 @@ class ScopeVectors:
 
     stamp: int
     ids: np.ndarray  # row ids (int64)
-    matrix: np.ndarray  # float32, one row per id
-    norms: np.ndarray
+    matrix: np.ndarray  # float16 unit vectors, one row per id (see `_scan`)
+    norms: np.ndarray  # of the float32 vectors (0: a zero vector)
     expire: np.ndarray  # seconds since the epoch, inf for never
     used: float = 0.0
 
@@ -1148,7 +1148,7 @@ class VectorCache:
         self.lock = threading.Lock()
 
     def max_rows(self, dim: int) -> int:
-        return self.max_bytes // (4 * dim + 24)
+        return self.max_bytes // (2 * dim + 24)
 
     def get(self, key: tuple[str, str, str]) -> ScopeVectors | None:
         with self.lock:
@@ -1250,32 +1250,43 @@ def scope_vectors(rows: Sequence[Sequence[Any]], dim: int, max_rows: int) -> Sco
     if not VectorCache.MIN_ROWS <= len(rows) <= max_rows or rows[0][0] is None:
         return None
     size = 4 + 4 * dim
-    matrix = np.empty((len(rows), dim), dtype=np.float32)  # filled row by row: no second full-size buffer
-    for i, r in enumerate(rows):
-        if len(r[2]) != size:
-            return None
-        matrix[i] = np.frombuffer(r[2], dtype=">f4", count=dim, offset=4)
+    matrix = np.empty((len(rows), dim), dtype=np.float16)
+    norms = np.empty(len(rows), dtype=np.float64)
+    chunk = np.empty((4096, dim), dtype=np.float32)  # converted a chunk at a time: no float32 copy of the scope
+    for start in range(0, len(rows), len(chunk)):
+        part = rows[start:start + len(chunk)]
+        for i, r in enumerate(part):
+            if len(r[2]) != size:
+                return None
+            chunk[i] = np.frombuffer(r[2], dtype=">f4", count=dim, offset=4)
+        vectors = chunk[: len(part)]
+        lengths = np.linalg.norm(vectors, axis=1)
+        norms[start:start + len(part)] = lengths
+        matrix[start:start + len(part)] = vectors / np.where(lengths > 0, lengths, 1.0)[:, None]
     expire = np.array([np.inf if r[3] is None else r[3].timestamp() for r in rows], dtype=np.float64)
-    return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), matrix,
-                        np.linalg.norm(matrix, axis=1), expire)
+    return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), matrix, norms, expire)
 
 
-def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q:
-    """The vector candidates of a cached scope: numpy picks the best `limit` + a margin of the
-    unexpired rows; PostgreSQL measures those again (pgvector's own distance, so similarities and
-    order are the SQL path's), keeps the best `limit`, and returns the scope's stamp with them."""
+def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q | None:
+    """The vector candidates of a cached scope: the float16 copy shortlists the unexpired rows
+    that can be among the best `limit`; PostgreSQL measures those again (pgvector's own distance,
+    so similarities and order are the SQL path's), keeps the best `limit`, and returns the scope's
+    stamp with them. None: the copy cannot tell (a zero query, rows too close), ask SQL."""
     from psycopg import sql
 
     assert request.query_vector is not None and request.model_id is not None
     query = np.asarray(request.query_vector, dtype=np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sims = (entry.matrix @ query) / (entry.norms * float(np.linalg.norm(query)))
+    length = float(np.linalg.norm(query))
+    if length == 0:
+        return None
+    sims = half_products(entry.matrix, query / length)
     # A zero vector has no direction (pgvector: NaN, sorted last): last here too; expired: out.
-    sims = np.where(np.isnan(sims), -1e30, sims)
+    sims[entry.norms == 0] = -1e30
     sims[entry.expire <= request.now.timestamp()] = -np.inf
-    take = min(len(sims), request.limit + _CACHE_MARGIN)
-    best = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
-    ids = [int(i) for i in entry.ids[best[sims[best] > -np.inf]]]
+    best = shortlist(sims, request.limit, HALF_ERROR)
+    if best is None:
+        return None
+    ids = [int(i) for i in entry.ids[best]]
     model_sql = sql.Literal(request.model_id).as_string(None).replace("%", "%%")
     return Q(
         "WITH s AS (SELECT (SELECT stamp FROM polymem_scope_stamps WHERE namespace = %s AND user_id = %s) AS stamp), "
@@ -1608,8 +1619,11 @@ class PostgresBackend(Backend):
         statements = self.plans.search_statements(request)
         key = cacheable(request)
         entry = self.vector_cache.get(key) if key is not None else None
-        if entry is not None:
-            statements[0] = cached_statement(request, entry)
+        cached = None if entry is None else cached_statement(request, entry)
+        if cached is None:
+            entry = None
+        else:
+            statements[0] = cached
         if len(statements) < 2:
             results = [self._call(self.plans.run, q) for q in statements]
         else:

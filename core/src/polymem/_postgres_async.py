@@ -172,8 +172,11 @@ class AsyncPostgresBackend:
         statements = self.plans.search_statements(request)
         key = cacheable(request)
         entry = self.vector_cache.get(key) if key is not None else None
-        if entry is not None:
-            statements[0] = cached_statement(request, entry)
+        cached = None if entry is None else cached_statement(request, entry)
+        if cached is None:
+            entry = None
+        else:
+            statements[0] = cached
         results = builtins.list(await asyncio.gather(*(self._call(self.plans.run, q) for q in statements)))
         if key is not None:
             if entry is not None:

@@ -15,12 +15,10 @@ import hashlib
 import heapq
 import json
 import math
-import os
 import queue
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from functools import lru_cache
@@ -33,6 +31,7 @@ from ._backend import Backend, Candidate, NewRecord, SearchRequest
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._scan import HALF_ERROR, HALF_MAX_NORM, HALF_ROWS, half_products, products, shortlist
 from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
@@ -213,54 +212,13 @@ def _blob(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
 
 
-_BLAS: Any = None
-
-
-def _single_threaded_blas() -> Any:
-    """A matrix-vector product is memory-bound: BLAS threads only add synchronisation, and on a
-    busy machine they cost 20x (measured: 14 ms vs 0.7 ms for 10k x 384 at load 8 on 2 cores)."""
-    global _BLAS
-    if _BLAS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-
 _NEVER = np.iinfo(np.int64).max
 
 
-# A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out before the product;
-# keeping more, the product runs over every row and the filter picks from its result (100k rows:
-# gathering 10% 3.1 ms, 20% 10.7, 50% 34 ms; the whole product 9-10 ms).
-GATHER_BELOW = 6
-
-# Below this many rows one core finishes a matrix-vector product before a second would start.
-PARALLEL_ROWS = 32_768
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """`matrix @ query`; a large matrix is split across the cores, each part on one BLAS thread.
-
-    The product is memory-bound and two cores read memory faster than one, but BLAS's own
-    threads spin while they wait and collapse on a busy machine; plain threads just queue."""
-    global _POOL
-    workers = min(4, os.cpu_count() or 1)
-    with _single_threaded_blas():
-        if len(matrix) < PARALLEL_ROWS or workers == 1:
-            sims: np.ndarray = matrix @ query
-            return sims
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(workers - 1, thread_name_prefix="polymem-matvec")
-        sims = np.empty(len(matrix), dtype=np.result_type(matrix, query))
-        bounds = np.linspace(0, len(matrix), workers + 1).astype(int)
-        parts = [_POOL.submit(np.matmul, matrix[a:b], query, out=sims[a:b])
-                 for a, b in zip(bounds[1:-1], bounds[2:])]
-        np.matmul(matrix[: bounds[1]], query, out=sims[: bounds[1]])
-        for part in parts:
-            part.result()
-        return sims
+# A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out for an exact product;
+# keeping more, the whole scope's float16 copy is scanned and the filter picks from its result
+# (100k rows: gathering 10% 3.1 ms; the whole float16 scan ~2 ms, float32 9-10 ms).
+GATHER_BELOW = 16
 
 
 class _ScopeBlock:
@@ -269,15 +227,19 @@ class _ScopeBlock:
     A save or delete changes one row in place (a delete moves the last row into the hole), so
     a recall after a write never rebuilds the matrix: at 100k rows a rebuild cost ~0.7 s.
     Agents and categories are small-integer codes so their filters are one vectorised compare.
+    `half` is a float16 copy of `matrix`, scanned first (see `_scan`); `max_norm` bounds its error.
     """
 
-    __slots__ = ("size", "slots", "rowids", "matrix", "agents", "categories", "expire", "_codes")
+    __slots__ = ("size", "slots", "rowids", "matrix", "half", "max_norm", "agents", "categories", "expire",
+                 "_codes")
 
     def __init__(self) -> None:
         self.size = 0
         self.slots: dict[int, int] = {}
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.half = np.zeros((0, 0), dtype=np.float16)
+        self.max_norm = 0.0
         self.agents = np.zeros(0, dtype=np.int32)
         self.categories = np.zeros(0, dtype=np.int32)
         self.expire = np.zeros(0, dtype=np.int64)
@@ -292,10 +254,11 @@ class _ScopeBlock:
 
     def _grow(self, dimension: int) -> None:
         capacity = max(64, 2 * len(self.rowids))
-        matrix = np.zeros((capacity, dimension), dtype=np.float32)
-        if self.size:
-            matrix[: self.size] = self.matrix[: self.size]
-        self.matrix = matrix
+        for name, dtype in (("matrix", np.float32), ("half", np.float16)):
+            grown_matrix = np.zeros((capacity, dimension), dtype=dtype)
+            if self.size:
+                grown_matrix[: self.size] = getattr(self, name)[: self.size]
+            setattr(self, name, grown_matrix)
         for name in ("rowids", "agents", "categories", "expire"):
             old = getattr(self, name)
             grown = np.zeros(capacity, dtype=old.dtype)
@@ -311,6 +274,10 @@ class _ScopeBlock:
             self.size += 1
         self.rowids[slot] = rowid
         self.matrix[slot] = vector
+        norm = math.sqrt(float(vector @ vector))
+        self.max_norm = max(self.max_norm, norm)
+        if norm <= HALF_MAX_NORM:
+            self.half[slot] = vector
         self.agents[slot] = self._code_for(agent_id)
         self.categories[slot] = self._code_for(category)
         self.expire[slot] = _NEVER if expire_at is None else expire_at
@@ -323,13 +290,43 @@ class _ScopeBlock:
         if slot != last:
             moved = int(self.rowids[last])
             self.slots[moved] = slot
-            for array in (self.rowids, self.matrix, self.agents, self.categories, self.expire):
+            for array in (self.rowids, self.matrix, self.half, self.agents, self.categories, self.expire):
                 array[slot] = array[last]
         self.size = last
 
     def vector(self, rowid: int) -> np.ndarray:
         vector: np.ndarray = self.matrix[self.slots[rowid]]
         return vector
+
+    def best(self, query: np.ndarray, mask: np.ndarray | None, kept: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slots and exact products of the best `limit` rows (or fewer) among those `mask` keeps
+        (None: every row), in no particular order."""
+        n = self.size
+        matrix = self.matrix[:n]
+        if mask is not None and kept * GATHER_BELOW < n:  # few rows: gathering them costs less than scanning all
+            slots = np.flatnonzero(mask)
+            sims = products(matrix[slots], query)
+        elif n < HALF_ROWS or self.max_norm > HALF_MAX_NORM:
+            slots = np.arange(n) if mask is None else np.flatnonzero(mask)
+            sims = products(matrix, query)
+            if mask is not None:
+                sims = sims[mask]
+        else:
+            approx = half_products(self.half[:n], query)
+            if mask is not None:
+                approx[~mask] = -np.inf
+            error = HALF_ERROR * float(np.linalg.norm(query)) * self.max_norm
+            picked = shortlist(approx, limit, error)
+            if picked is None:  # too many rows too close together: measure them all
+                picked = np.arange(n) if mask is None else np.flatnonzero(mask)
+                sims = products(matrix, query)[picked]
+            else:
+                sims = products(matrix[picked], query)
+            slots = picked
+        if len(sims) > limit:
+            top = np.argpartition(-sims, limit)[:limit]
+            slots, sims = slots[top], sims[top]
+        return slots, sims
 
 
 class _VectorCache:
@@ -752,7 +749,7 @@ class SQLiteBackend(Backend):
             n = block.size
             if not n:
                 continue
-            rowids, matrix = block.rowids[:n], block.matrix[:n]
+            rowids = block.rowids[:n]
             mask = block.expire[:n] > now_us
             if request.agent_id is not None:
                 mask &= block.agents[:n] == block.code(request.agent_id)
@@ -763,17 +760,8 @@ class SQLiteBackend(Backend):
             kept = int(np.count_nonzero(mask))
             if not kept:
                 continue
-            if kept == n:
-                sims = _similarities(matrix, query)
-            elif kept * GATHER_BELOW < n:  # few rows: gathering them costs less than scanning all
-                rowids = rowids[mask]
-                sims = _similarities(matrix[mask], query)
-            else:  # most rows: a copy of them costs more than scanning them all
-                rowids = rowids[mask]
-                sims = _similarities(matrix, query)[mask]
-            if len(sims) > request.limit:
-                top = np.argpartition(-sims, request.limit)[: request.limit]
-                rowids, sims = rowids[top], sims[top]
+            slots, sims = block.best(query, None if kept == n else mask, kept, request.limit)
+            rowids = rowids[slots]
             found_ids.append(rowids)
             found_sims.append(sims)
         if not found_ids:

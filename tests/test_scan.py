@@ -1,11 +1,11 @@
-"""The float16 shortlist of the vector caches: its error bound holds and it never drops a row of the exact best."""
+"""The int8 copy of the vector caches: its bounds hold and its shortlist never drops a row of the exact best."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from polymem._scan import HALF_ERROR, PARALLEL_ROWS, half_products, products, shortlist
+from polymem._scan import PARALLEL_ROWS, bounds, products, quantize, shortlist
 
 
 def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
@@ -13,54 +13,80 @@ def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
+def bounds_of(matrix: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, scales, lost = quantize(matrix)
+    return bounds(codes, scales, lost, np.linalg.norm(matrix, axis=1), query)
+
+
 @pytest.mark.parametrize("rows", [1_000, PARALLEL_ROWS + 1_000], ids=["one-core", "split-across-cores"])
-def test_float16_products_stay_within_the_stated_error_of_float32(rows: int) -> None:
+def test_the_bounds_hold_every_exact_product(rows: int) -> None:
     matrix = unit_rows(rows, 384, seed=1)
     query = unit_rows(1, 384, seed=2)[0]
-    error = np.abs(half_products(matrix.astype(np.float16), query) - products(matrix, query))
-    assert error.max() <= HALF_ERROR / 2
+    lower, upper = bounds_of(matrix, query)
+    exact = products(matrix, query)
+    assert (lower <= exact).all() and (exact <= upper).all()
+    assert (upper - lower).max() < 0.05  # tight enough to shortlist
 
 
-def test_float16_products_of_same_signed_components_stay_within_the_stated_error() -> None:
-    matrix = np.abs(unit_rows(2_000, 384, seed=3))
-    query = np.abs(unit_rows(1, 384, seed=4)[0])
-    error = np.abs(half_products(matrix.astype(np.float16), query) - products(matrix, query))
-    assert error.max() <= HALF_ERROR / 2
+@pytest.mark.parametrize("case", ["same-signs", "large-norms", "one-spike", "query-along-a-row", "zero-rows"])
+def test_the_bounds_hold_for_awkward_vectors(case: str) -> None:
+    matrix, query = unit_rows(2_000, 384, seed=3), unit_rows(1, 384, seed=4)[0]
+    if case == "same-signs":
+        matrix, query = np.abs(matrix), np.abs(query)
+    elif case == "large-norms":
+        matrix, query = matrix * np.linspace(1, 5_000, len(matrix), dtype=np.float32)[:, None], query * 300
+    elif case == "one-spike":
+        matrix[:, 7] += 3.0
+    elif case == "query-along-a-row":
+        query = matrix[42] * 2.5
+    else:
+        matrix[::3] = 0.0
+    lower, upper = bounds_of(matrix, query)
+    exact = products(matrix, query)
+    assert (lower <= exact).all() and (exact <= upper).all()
 
 
-def test_a_shortlist_holds_the_exact_best_rows() -> None:
-    matrix = unit_rows(20_000, 64, seed=5)
+def test_zero_rows_quantize_to_zero_codes_that_lose_nothing() -> None:
+    codes, scales, lost = quantize(np.zeros((3, 8), dtype=np.float32))
+    assert not codes.any() and not scales.any() and not lost.any()
+
+
+@pytest.mark.parametrize("rows", [500, 20_000])
+def test_a_shortlist_holds_the_exact_best_rows_and_few_others(rows: int) -> None:
+    matrix = unit_rows(rows, 64, seed=5)
     for query in unit_rows(20, 64, seed=6):
         exact = products(matrix, query)
-        picked = shortlist(half_products(matrix.astype(np.float16), query), 10, HALF_ERROR, margin=20)
-        assert picked is not None
+        picked = shortlist(*bounds_of(matrix, query), 10)
         assert set(np.argsort(-exact)[:10]) <= set(picked.tolist())
+        assert len(picked) < rows // 4
 
 
 def test_a_shortlist_leaves_out_filtered_rows() -> None:
-    approx = np.array([0.9, -np.inf, 0.8, -np.inf, 0.1], dtype=np.float32)
-    assert sorted(shortlist(approx, 2, 1e-3, margin=1).tolist()) == [0, 2, 4]  # type: ignore[union-attr]
-    assert sorted(shortlist(approx, 1, 1e-3, margin=0).tolist()) == [0]  # type: ignore[union-attr]
+    lower = np.array([0.85, -np.inf, 0.75, -np.inf, 0.05], dtype=np.float32)
+    upper = lower + 0.1
+    assert shortlist(lower, upper, 2).tolist() == [0, 2]
+    assert shortlist(lower, upper, 3).tolist() == [0, 2, 4]
+    assert shortlist(lower, upper, 4).tolist() == [0, 2, 4]  # fewer rows kept than asked for
 
 
-def test_a_shortlist_gives_up_when_too_many_rows_lie_within_the_error() -> None:
-    approx = np.full(10_000, 0.5, dtype=np.float32)
-    assert shortlist(approx, 10, 1e-3, margin=10) is None
+def test_a_shortlist_keeps_every_row_that_could_still_be_among_the_best() -> None:
+    lower = np.array([0.9, 0.5, 0.49, 0.3], dtype=np.float32)
+    upper = np.array([0.95, 0.6, 0.55, 0.52], dtype=np.float32)
+    assert shortlist(lower, upper, 2).tolist() == [0, 1, 2, 3]  # 0.52 may still pass the second's 0.5
+    assert shortlist(lower, upper, 1).tolist() == [0]
 
 
 def test_a_shortlist_of_a_mostly_filtered_scope_holds_the_best_unfiltered_rows() -> None:
     rng = np.random.default_rng(7)
-    approx = np.full(20_000, -np.inf, dtype=np.float32)
+    lower = np.full(20_000, -np.inf, dtype=np.float32)
     kept = rng.choice(20_000, size=300, replace=False)
-    approx[kept] = rng.uniform(-1, 1, size=300).astype(np.float32)
-    picked = shortlist(approx, 10, 1e-4, margin=20)
-    assert picked is not None and np.isfinite(approx[picked]).all()
-    assert set(kept[np.argsort(-approx[kept])[:10]]) <= set(picked.tolist())
+    lower[kept] = rng.uniform(-1, 1, size=300).astype(np.float32)
+    upper = lower + np.float32(1e-4)
+    picked = shortlist(lower, upper, 10)
+    assert sorted(picked.tolist()) == sorted(kept[np.argsort(-lower[kept])[:10]].tolist())
 
 
 @pytest.mark.parametrize("rows", [2_000, 100_000])
-def test_a_shortlist_of_many_rows_holds_the_same_rows_as_a_full_partition(rows: int) -> None:
-    approx = np.random.default_rng(rows).uniform(-1, 1, size=rows).astype(np.float32)
-    picked = shortlist(approx, 10, 1e-6, margin=20)
-    assert picked is not None
-    assert sorted(picked.tolist()) == sorted(np.argsort(-approx)[:30].tolist())
+def test_a_shortlist_of_exact_values_is_their_top(rows: int) -> None:
+    values = np.random.default_rng(rows).uniform(-1, 1, size=rows).astype(np.float32)
+    assert sorted(shortlist(values, values, 30).tolist()) == sorted(np.argsort(-values)[:30].tolist())

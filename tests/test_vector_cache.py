@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polymem
-from polymem._scan import HALF_ROWS
+from polymem._scan import APPROX_ROWS
 from polymem.testing import FakeClock
 
 
@@ -105,10 +105,10 @@ def save_scope(mem: polymem.Memory, vectors: np.ndarray, agents: list[str]) -> d
 
 
 @pytest.mark.parametrize("share", [1.0, 0.5, 0.1], ids=["no-filter", "half", "tenth"])
-def test_a_scope_past_the_float16_shortlist_size_still_ranks_by_exact_float32_products(
+def test_a_scope_past_the_int8_shortlist_size_still_ranks_by_exact_float32_products(
         tmp_path: Path, share: float) -> None:
     mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
-    n = 2 * HALF_ROWS
+    n = 2 * APPROX_ROWS
     vectors = unit_vectors(n, seed=5)
     agents = ["a" if i < share * n else "b" for i in range(n)]
     ids = save_scope(mem, vectors, agents)
@@ -122,9 +122,9 @@ def test_a_scope_past_the_float16_shortlist_size_still_ranks_by_exact_float32_pr
     mem.close()
 
 
-def test_rows_closer_together_than_float16_can_tell_apart_are_still_ranked_exactly(tmp_path: Path) -> None:
+def test_rows_closer_together_than_int8_codes_can_tell_apart_are_still_ranked_exactly(tmp_path: Path) -> None:
     mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
-    n = 2 * HALF_ROWS
+    n = 2 * APPROX_ROWS
     center = unit_vectors(1, seed=7)[0]
     vectors = center + np.random.default_rng(8).normal(0, 3e-3, size=(n, VectorTable.dimension)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -371,8 +371,8 @@ def test_vector_cache_stays_within_its_budget() -> None:
     from polymem._postgres import ScopeVectors, VectorCache
 
     def copy(rows: int, dim: int = 8) -> ScopeVectors:
-        return ScopeVectors(1, np.zeros(rows, np.int64), np.zeros((rows, dim), np.float16), np.zeros(rows),
-                            np.zeros(rows))
+        return ScopeVectors(1, np.zeros(rows, np.int64), np.zeros((rows, dim), np.int8), np.zeros(rows, np.float32),
+                            np.zeros(rows, np.float32), np.zeros(rows, np.float32), np.zeros(rows))
 
     one = copy(1000).nbytes
     cache = VectorCache(int(one * 2.5))
@@ -828,22 +828,24 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
 
 
 def test_a_cached_copy_whose_rows_are_too_close_to_tell_apart_leaves_the_search_to_sql() -> None:
-    """The float16 copy only shortlists what it can prove holds the best rows; near-ties, or a
+    """The int8 copy only shortlists what it can prove holds the best rows; near-ties, or a
     zero query, go to SQL (None), and a copy that can tell sends the best rows to be measured."""
-    from polymem._postgres import ScopeVectors, cached_statement
+    from polymem._postgres import MAX_SHORTLIST, ScopeVectors, cached_statement
+    from polymem._scan import quantize
 
-    dim, rows = 32, 2_000
+    dim, rows = 32, MAX_SHORTLIST + 1_000
     rng = np.random.default_rng(5)
     q = rng.normal(size=dim).astype(np.float32)
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
     def copy(vectors: np.ndarray) -> ScopeVectors:
         norms = np.linalg.norm(vectors, axis=1)
-        return ScopeVectors(1, np.arange(rows, dtype=np.int64), (vectors / norms[:, None]).astype(np.float16),
-                            norms, np.full(rows, np.inf))
+        codes, scales, lost = quantize(vectors / norms[:, None])
+        return ScopeVectors(1, np.arange(rows, dtype=np.int64), codes, scales, lost, np.ones(rows, np.float32),
+                            np.full(rows, np.inf))
 
     request = SearchRequest("default", "u", None, None, None, q, "m", (), now, 10)
-    close = q + rng.normal(0, 1e-3, size=(rows, dim)).astype(np.float32)
+    close = q + rng.normal(0, 1e-4, size=(rows, dim)).astype(np.float32)
     assert cached_statement(request, copy(close)) is None
     zero = SearchRequest("default", "u", None, None, None, np.zeros(dim, np.float32), "m", (), now, 10)
     spread = rng.normal(size=(rows, dim)).astype(np.float32)

@@ -63,7 +63,7 @@ from ._errors import (
 )
 from ._filters import OPERATORS, _column, _scalar, dumps, from_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
-from ._scan import HALF_ERROR, half_products, shortlist
+from ._scan import bounds, quantize, shortlist
 from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
@@ -1106,20 +1106,28 @@ def session_dict(info: SessionInfo, messages: builtins.list[dict[str, Any]]) -> 
 DEFAULT_VECTOR_CACHE_MB = 512
 
 
+# A cached copy hands PostgreSQL at most this many candidates to measure again; more (rows too
+# close together for the int8 copy to tell apart) and the search runs in SQL.
+MAX_SHORTLIST = 2_000
+
+
 @dataclass
 class ScopeVectors:
     """The active vectors of one model in one (namespace, user), as of `stamp`."""
 
     stamp: int
     ids: np.ndarray  # row ids (int64)
-    matrix: np.ndarray  # float16 unit vectors, one row per id (see `_scan`)
-    norms: np.ndarray  # of the float32 vectors (0: a zero vector)
+    codes: np.ndarray  # the unit vectors as int8 codes, one row per id (`_scan.quantize`)
+    scales: np.ndarray
+    lost: np.ndarray
+    norms: np.ndarray  # of the unit vectors: 1, or 0 for a zero vector
     expire: np.ndarray  # seconds since the epoch, inf for never
     used: float = 0.0
 
     @property
     def nbytes(self) -> int:
-        return int(self.ids.nbytes + self.matrix.nbytes + self.norms.nbytes + self.expire.nbytes)
+        return int(self.ids.nbytes + self.codes.nbytes + self.scales.nbytes + self.lost.nbytes + self.norms.nbytes
+                   + self.expire.nbytes)
 
 
 class VectorCache:
@@ -1148,7 +1156,7 @@ class VectorCache:
         self.lock = threading.Lock()
 
     def max_rows(self, dim: int) -> int:
-        return self.max_bytes // (2 * dim + 24)
+        return self.max_bytes // (dim + 32)
 
     def get(self, key: tuple[str, str, str]) -> ScopeVectors | None:
         with self.lock:
@@ -1250,8 +1258,10 @@ def scope_vectors(rows: Sequence[Sequence[Any]], dim: int, max_rows: int) -> Sco
     if not VectorCache.MIN_ROWS <= len(rows) <= max_rows or rows[0][0] is None:
         return None
     size = 4 + 4 * dim
-    matrix = np.empty((len(rows), dim), dtype=np.float16)
-    norms = np.empty(len(rows), dtype=np.float64)
+    codes = np.empty((len(rows), dim), dtype=np.int8)
+    scales = np.empty(len(rows), dtype=np.float32)
+    lost = np.empty(len(rows), dtype=np.float32)
+    norms = np.empty(len(rows), dtype=np.float32)
     chunk = np.empty((4096, dim), dtype=np.float32)  # converted a chunk at a time: no float32 copy of the scope
     for start in range(0, len(rows), len(chunk)):
         part = rows[start:start + len(chunk)]
@@ -1261,14 +1271,16 @@ def scope_vectors(rows: Sequence[Sequence[Any]], dim: int, max_rows: int) -> Sco
             chunk[i] = np.frombuffer(r[2], dtype=">f4", count=dim, offset=4)
         vectors = chunk[: len(part)]
         lengths = np.linalg.norm(vectors, axis=1)
-        norms[start:start + len(part)] = lengths
-        matrix[start:start + len(part)] = vectors / np.where(lengths > 0, lengths, 1.0)[:, None]
+        done = slice(start, start + len(part))
+        norms[done] = lengths > 0
+        codes[done], scales[done], lost[done] = quantize(vectors / np.where(lengths > 0, lengths, 1.0)[:, None])
     expire = np.array([np.inf if r[3] is None else r[3].timestamp() for r in rows], dtype=np.float64)
-    return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), matrix, norms, expire)
+    return ScopeVectors(int(rows[0][0]), np.array([r[1] for r in rows], dtype=np.int64), codes, scales, lost,
+                        norms, expire)
 
 
 def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q | None:
-    """The vector candidates of a cached scope: the float16 copy shortlists the unexpired rows
+    """The vector candidates of a cached scope: the int8 copy shortlists the unexpired rows
     that can be among the best `limit`; PostgreSQL measures those again (pgvector's own distance,
     so similarities and order are the SQL path's), keeps the best `limit`, and returns the scope's
     stamp with them. None: the copy cannot tell (a zero query, rows too close), ask SQL."""
@@ -1279,12 +1291,13 @@ def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q | None:
     length = float(np.linalg.norm(query))
     if length == 0:
         return None
-    sims = half_products(entry.matrix, query / length)
+    lower, upper = bounds(entry.codes, entry.scales, entry.lost, entry.norms, query / length)
     # A zero vector has no direction (pgvector: NaN, sorted last): last here too; expired: out.
-    sims[entry.norms == 0] = -1e30
-    sims[entry.expire <= request.now.timestamp()] = -np.inf
-    best = shortlist(sims, request.limit, HALF_ERROR)
-    if best is None:
+    zero, expired = entry.norms == 0, entry.expire <= request.now.timestamp()
+    lower[zero] = upper[zero] = -1e30
+    lower[expired] = upper[expired] = -np.inf
+    best = shortlist(lower, upper, request.limit)
+    if len(best) > MAX_SHORTLIST:
         return None
     ids = [int(i) for i in entry.ids[best]]
     model_sql = sql.Literal(request.model_id).as_string(None).replace("%", "%%")

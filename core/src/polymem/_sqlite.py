@@ -31,7 +31,7 @@ from ._backend import Backend, Candidate, NewRecord, SearchRequest
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
-from ._scan import HALF_ERROR, HALF_MAX_NORM, HALF_ROWS, half_products, products, shortlist
+from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
 from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
@@ -216,8 +216,8 @@ _NEVER = np.iinfo(np.int64).max
 
 
 # A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out for an exact product;
-# keeping more, the whole scope's float16 copy is scanned and the filter picks from its result
-# (100k rows: gathering 10% 3.1 ms; the whole float16 scan ~2 ms, float32 9-10 ms).
+# keeping more, the whole scope's int8 copy is scanned and the filter picks from its result
+# (100k rows: gathering 10% 3.1 ms; the whole int8 scan ~2.2 ms, float32 ~9.5 ms).
 GATHER_BELOW = 16
 
 
@@ -227,19 +227,24 @@ class _ScopeBlock:
     A save or delete changes one row in place (a delete moves the last row into the hole), so
     a recall after a write never rebuilds the matrix: at 100k rows a rebuild cost ~0.7 s.
     Agents and categories are small-integer codes so their filters are one vectorised compare.
-    `half` is a float16 copy of `matrix`, scanned first (see `_scan`); `max_norm` bounds its error.
+    `codes`, `scales`, `lost` and `norms` are the int8 copy a scan reads first (`_scan.quantize`),
+    brought up to date for the rows marked `stale` before each scan, all at once.
     """
 
-    __slots__ = ("size", "slots", "rowids", "matrix", "half", "max_norm", "agents", "categories", "expire",
-                 "_codes")
+    __slots__ = ("size", "slots", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale", "any_stale",
+                 "agents", "categories", "expire", "_codes")
 
     def __init__(self) -> None:
         self.size = 0
         self.slots: dict[int, int] = {}
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
-        self.half = np.zeros((0, 0), dtype=np.float16)
-        self.max_norm = 0.0
+        self.codes = np.zeros((0, 0), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
+        self.lost = np.zeros(0, dtype=np.float32)
+        self.norms = np.zeros(0, dtype=np.float32)
+        self.stale = np.zeros(0, dtype=bool)
+        self.any_stale = False
         self.agents = np.zeros(0, dtype=np.int32)
         self.categories = np.zeros(0, dtype=np.int32)
         self.expire = np.zeros(0, dtype=np.int64)
@@ -254,12 +259,12 @@ class _ScopeBlock:
 
     def _grow(self, dimension: int) -> None:
         capacity = max(64, 2 * len(self.rowids))
-        for name, dtype in (("matrix", np.float32), ("half", np.float16)):
+        for name, dtype in (("matrix", np.float32), ("codes", np.int8)):
             grown_matrix = np.zeros((capacity, dimension), dtype=dtype)
             if self.size:
                 grown_matrix[: self.size] = getattr(self, name)[: self.size]
             setattr(self, name, grown_matrix)
-        for name in ("rowids", "agents", "categories", "expire"):
+        for name in ("rowids", "scales", "lost", "norms", "stale", "agents", "categories", "expire"):
             old = getattr(self, name)
             grown = np.zeros(capacity, dtype=old.dtype)
             grown[: self.size] = old[: self.size]
@@ -274,10 +279,7 @@ class _ScopeBlock:
             self.size += 1
         self.rowids[slot] = rowid
         self.matrix[slot] = vector
-        norm = math.sqrt(float(vector @ vector))
-        self.max_norm = max(self.max_norm, norm)
-        if norm <= HALF_MAX_NORM:
-            self.half[slot] = vector
+        self.stale[slot] = self.any_stale = True
         self.agents[slot] = self._code_for(agent_id)
         self.categories[slot] = self._code_for(category)
         self.expire[slot] = _NEVER if expire_at is None else expire_at
@@ -290,13 +292,24 @@ class _ScopeBlock:
         if slot != last:
             moved = int(self.rowids[last])
             self.slots[moved] = slot
-            for array in (self.rowids, self.matrix, self.half, self.agents, self.categories, self.expire):
+            for array in (self.rowids, self.matrix, self.codes, self.scales, self.lost, self.norms, self.stale,
+                          self.agents, self.categories, self.expire):
                 array[slot] = array[last]
         self.size = last
 
     def vector(self, rowid: int) -> np.ndarray:
         vector: np.ndarray = self.matrix[self.slots[rowid]]
         return vector
+
+    def _quantize_stale(self) -> None:
+        if not self.any_stale:
+            return
+        slots = np.flatnonzero(self.stale[: self.size])
+        rows = self.matrix[slots]
+        self.codes[slots], self.scales[slots], self.lost[slots] = quantize(rows)
+        self.norms[slots] = np.linalg.norm(rows, axis=1)
+        self.stale[slots] = False
+        self.any_stale = False
 
     def best(self, query: np.ndarray, mask: np.ndarray | None, kept: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots and exact products of the best `limit` rows (or fewer) among those `mask` keeps
@@ -306,23 +319,20 @@ class _ScopeBlock:
         if mask is not None and kept * GATHER_BELOW < n:  # few rows: gathering them costs less than scanning all
             slots = np.flatnonzero(mask)
             sims = products(matrix[slots], query)
-        elif n < HALF_ROWS or self.max_norm > HALF_MAX_NORM:
+        elif n < APPROX_ROWS:
             slots = np.arange(n) if mask is None else np.flatnonzero(mask)
             sims = products(matrix, query)
             if mask is not None:
                 sims = sims[mask]
         else:
-            approx = half_products(self.half[:n], query)
+            self._quantize_stale()
+            lower, upper = bounds(self.codes[:n], self.scales[:n], self.lost[:n], self.norms[:n], query)
             if mask is not None:
-                approx[~mask] = -np.inf
-            error = HALF_ERROR * float(np.linalg.norm(query)) * self.max_norm
-            picked = shortlist(approx, limit, error)
-            if picked is None:  # too many rows too close together: measure them all
-                picked = np.arange(n) if mask is None else np.flatnonzero(mask)
-                sims = products(matrix, query)[picked]
-            else:
-                sims = products(matrix[picked], query)
-            slots = picked
+                lower[~mask] = upper[~mask] = -np.inf
+            slots = shortlist(lower, upper, limit)
+            # Many rows too close together to tell apart: measuring every row costs less than gathering them.
+            few = len(slots) * GATHER_BELOW < n
+            sims = products(matrix[slots], query) if few else products(matrix, query)[slots]
         if len(sims) > limit:
             top = np.argpartition(-sims, limit)[:limit]
             slots, sims = slots[top], sims[top]
@@ -812,9 +822,11 @@ class SQLiteBackend(Backend):
         table_rows = self._fts_row_count(conn)
         scope_rows = self._scope_row_count(conn, scope)
         if scope_rows >= table_rows:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
+            # and its token matches every row: ANDing it reads its whole posting list (100k rows:
+            # 3.2 ms even for a term in one row), while `where` keeps the scope all the same.
             quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in dict.fromkeys(selective))
             rows = conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank {matches} ORDER BY rank LIMIT ?",
-                                (f'scope : "{scope}" AND body : ({quoted})', *params, now_us, request.limit)).fetchall()
+                                (f"body : ({quoted})", *params, now_us, request.limit)).fetchall()
             best_rank = min((r[1] for r in rows), default=0.0)
             return {int(r[0]): (float(r[1]) / best_rank if best_rank < 0 else 1.0) for r in rows}
         scores: dict[int, float] = {}

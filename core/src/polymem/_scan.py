@@ -3,9 +3,9 @@
 An exact scan reads every float32 vector of a scope: at 100k x 384 that is 154 MB a query,
 memory-bound at ~9.5 ms on two cores. An int8 copy (each row as codes times its own scale)
 scanned by SimSIMD's kernels reads a quarter of that and takes ~2.2 ms. Its products come
-with a bound on how far off they can be, so `shortlist` keeps every row that could still belong
-to the exact best, which the caller then measures exactly. When rows lie too close together to
-tell, it says so and the caller scans exactly: results never change.
+with proven bounds (`bounds`), so `shortlist` keeps every row that could still belong to the
+exact best, which the caller then measures exactly: results are the exact scan's. When many
+rows lie too close together to tell apart the shortlist is long, and the caller measures all.
 """
 
 from __future__ import annotations

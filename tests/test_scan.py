@@ -90,3 +90,18 @@ def test_a_shortlist_of_a_mostly_filtered_scope_holds_the_best_unfiltered_rows()
 def test_a_shortlist_of_exact_values_is_their_top(rows: int) -> None:
     values = np.random.default_rng(rows).uniform(-1, 1, size=rows).astype(np.float32)
     assert sorted(shortlist(values, values, 30).tolist()) == sorted(np.argsort(-values)[:30].tolist())
+
+
+def test_scanning_leaves_the_interpreter_reference_counts_alone() -> None:
+    """SimSIMD's cdist(out=...) returns None without owning a reference: used that way, every
+    scan took one from None and a long-running process died ("deallocating None")."""
+    import sys
+
+    matrix = unit_rows(PARALLEL_ROWS + 100, 16, seed=8)
+    codes, scales, lost = quantize(matrix)
+    norms = np.linalg.norm(matrix, axis=1)
+    bounds(codes, scales, lost, norms, matrix[0])
+    before = sys.getrefcount(None)
+    for _ in range(200):
+        bounds(codes, scales, lost, norms, matrix[0])
+    assert abs(sys.getrefcount(None) - before) < 50

@@ -66,7 +66,10 @@ def _exact_product(matrix: np.ndarray, query: np.ndarray, out: np.ndarray) -> No
 def _int8_product(codes: np.ndarray, query_codes: np.ndarray, out: np.ndarray) -> None:
     import simsimd
 
-    simsimd.cdist(query_codes[None], codes, metric="dot", out=out[None])  # exact: int32 sums, < 2^24
+    # Not cdist(out=...): SimSIMD 6.5 then returns None without a reference of its own, and the
+    # interpreter dies once None's count has run down (Python 3.11: "deallocating None").
+    dots = simsimd.cdist(query_codes[None], codes, metric="dot", out_dtype="float32")  # exact: int32 sums < 2^24
+    out[:] = np.asarray(dots).reshape(-1)
 
 
 def products(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -686,6 +686,48 @@ def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
         backend.close()
 
 
+def test_the_full_text_index_takes_each_write_at_once(pg_url: str) -> None:
+    """No GIN pending list: a full-text query never reads, entry by entry, what a batch of saves
+    left unmerged."""
+    import psycopg
+
+    mem = pg_memory(pg_url)
+    try:
+        mem.save_many([polymem.MemoryDraft(f"note {i} about green tea") for i in range(300)], user_id="u")
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            options = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'polymem_memories_tsv'").fetchone()[0]
+            assert "fastupdate=off" in options
+            assert conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)").fetchone()[0] == 0
+        assert len(mem.recall("green tea", user_id="u", top_k=5)) == 5
+    finally:
+        mem.close()
+
+
+def test_a_batch_that_grows_the_table_by_a_tenth_brings_the_planner_statistics_up_to_date(new_database: Any) -> None:
+    import psycopg
+
+    from polymem._postgres import ANALYZE_ROWS
+
+    url = new_database()
+
+    def planned_rows() -> float:
+        with psycopg.connect(url) as conn:
+            return float(conn.execute(
+                "SELECT reltuples FROM pg_class WHERE relname = 'polymem_memories'").fetchone()[0])
+
+    mem = pg_memory(url)
+    try:
+        mem.save_many([polymem.MemoryDraft(f"small batch {i}") for i in range(10)], user_id="u")
+        assert planned_rows() < 0  # never analyzed: a small batch leaves it to autovacuum
+        mem.save_many([polymem.MemoryDraft(f"large batch {i}") for i in range(ANALYZE_ROWS)], user_id="u")
+        assert planned_rows() == ANALYZE_ROWS + 10
+        mem.save_many([polymem.MemoryDraft(f"another small batch {i}") for i in range(ANALYZE_ROWS // 20)],
+                      user_id="u")
+        assert planned_rows() == ANALYZE_ROWS + 10
+    finally:
+        mem.close()
+
+
 def test_the_scope_lexeme_does_not_rank_a_short_memory_first(pg_url: str) -> None:
     """The twin of SQLite's scope column outside BM25: the scope lexeme selects a user's rows
     but adds nothing to their rank, so a one-word memory, whose only term sits right next to the

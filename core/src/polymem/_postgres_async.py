@@ -29,15 +29,14 @@ from ._postgres import (
     VectorCache,
     _hash64,
     _import_psycopg,
-    cacheable,
     cached_rows,
-    cached_statement,
     migrate,
     retryable,
     run_plan_async,
     run_plan_sync,
     scope_load_statement,
     scope_vectors,
+    search_statements,
     session_settings,
     split_url,
     vector_dumper,
@@ -169,14 +168,7 @@ class AsyncPostgresBackend:
         """Vector and full-text candidates side by side, each statement on its own pooled
         connection, merged when both are back; a scope this process holds the vectors of
         (`VectorCache`) gives its vector candidates from the copy, checked against its stamp."""
-        statements = self.plans.search_statements(request)
-        key = cacheable(request)
-        entry = self.vector_cache.get(key) if key is not None else None
-        cached = None if entry is None else cached_statement(request, entry)
-        if cached is None:
-            entry = None
-        else:
-            statements[0] = cached
+        statements, key, entry = search_statements(self.plans, self.vector_cache, request)
         results = builtins.list(await asyncio.gather(*(self._call(self.plans.run, q) for q in statements)))
         if key is not None:
             if entry is not None:

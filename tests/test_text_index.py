@@ -85,3 +85,25 @@ def test_a_term_count_above_a_lagging_row_count_weighs_the_minimum_instead_of_fa
 
     assert fts5_idf(3, 5) == fts5_idf(10, 10) == 1e-6
     assert fts5_idf(100, 1) > fts5_idf(100, 10) > 0
+
+
+# -- which query terms a full-text search matches (every backend: `selective_terms`) ----------------
+def test_terms_held_by_no_memory_are_not_searched() -> None:
+    from polymem._backend import selective_terms
+
+    assert selective_terms(["tea", "kyoto"], {"tea": 3}, with_vector=True) == ["tea"]
+
+
+def test_a_term_most_memories_hold_is_left_to_the_vector_search() -> None:
+    from polymem._backend import MAX_TERM_DOCS, selective_terms
+
+    docs = {"tea": MAX_TERM_DOCS + 1, "kyoto": 2}
+    assert selective_terms(["tea", "kyoto"], docs, with_vector=True) == ["kyoto"]
+    assert selective_terms(["tea"], docs, with_vector=True) == []
+
+
+def test_without_a_vector_search_the_rarest_of_only_common_terms_is_searched() -> None:
+    from polymem._backend import MAX_TERM_DOCS, selective_terms
+
+    docs = {"tea": MAX_TERM_DOCS + 10, "green": MAX_TERM_DOCS + 1}
+    assert selective_terms(["tea", "green", "tea"], docs, with_vector=False) == ["green"]

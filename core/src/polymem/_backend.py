@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,6 +64,24 @@ class SearchRequest:
     terms: tuple[str, ...]
     now: datetime
     limit: int
+
+
+# A query term found in more memories than this is left out of a full-text search that runs
+# beside a vector search: ranking every row that holds it costs milliseconds per thousand rows,
+# and a term that common tells the rows little apart.
+MAX_TERM_DOCS = 5000
+
+
+def selective_terms(terms: Sequence[str], docs: Mapping[str, int], *, with_vector: bool) -> list[str]:
+    """The query terms a full-text search should match, given how many memories hold each.
+
+    Terms held by no memory drop out, and so do terms held by more than `MAX_TERM_DOCS` when a
+    vector search runs too; with no vector search and only common terms, the rarest one stays."""
+    present = [t for t in dict.fromkeys(terms) if docs.get(t)]
+    selective = [t for t in present if docs[t] <= MAX_TERM_DOCS]
+    if not selective and not with_vector and present:
+        selective = [min(present, key=lambda t: docs[t])]
+    return selective
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,14 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ._backend import Backend, Candidate, NewRecord, SearchRequest
+from ._backend import MAX_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import (
     InvalidFilterError,
     LockTimeoutError,
@@ -552,6 +552,7 @@ class Plans:
         # instead of inserting into the graph row by row (~50x faster).
         self.bulk_rows = 20_000
         self.deferred: set[str] = set()  # models whose index waits for `build_vector_indexes`
+        self.term_statistics = TermStatistics()
 
     # records ------------------------------------------------------------------------------
     def _ensure_index(self, model_id: str | None, dimension: int) -> PgPlan:
@@ -646,8 +647,7 @@ class Plans:
                     (now, sorted(set(touched))), "none")
         return results
 
-    @staticmethod
-    def _analyze_if_grown(added: int) -> PgPlan:
+    def _analyze_if_grown(self, added: int) -> PgPlan:
         """ANALYZE once a batch has grown the table by a tenth: the planner otherwise keeps the
         statistics of the table as it was (empty, after a first import) until autovacuum's next
         round, and filters every row of a scope instead of using the full-text index (measured:
@@ -655,6 +655,7 @@ class Plans:
         row = yield Q("SELECT reltuples FROM pg_class WHERE oid = 'polymem_memories'::regclass", None, "one")
         if row[0] < 0 or added >= row[0] / 10:  # -1: never analyzed
             yield Q("ANALYZE polymem_memories", None, "none")
+            self.term_statistics.read_at = -np.inf  # read the new ones at the next search
 
     @staticmethod
     def _write_version(record: MemoryRecord) -> PgPlan:
@@ -1338,10 +1339,49 @@ def cached_statement(request: SearchRequest, entry: ScopeVectors) -> Q | None:
          request.limit))
 
 
+# How often a process reads the full text's statistics again (`TermStatistics`).
+TERM_STATISTICS_S = 60.0
+
+
+class TermStatistics:
+    """The lexemes held by more than `MAX_TERM_DOCS` memories, as the planner's statistics of
+    the full text count them (pg_stats' most common elements, as of the table's last ANALYZE),
+    read again every `TERM_STATISTICS_S` seconds: what `selective_terms` needs, for the price
+    of one small query a minute instead of counting a term's rows at every recall."""
+
+    STATEMENT = Q(
+        "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s ON s.schemaname = n.nspname "
+        "AND s.tablename = c.relname AND s.attname = 'tsv' WHERE c.oid = 'polymem_memories'::regclass",
+        None, "one")
+
+    def __init__(self) -> None:
+        self.common: dict[str, int] = {}
+        self.read_at = -np.inf
+
+    def due(self) -> bool:
+        return time.monotonic() - self.read_at >= TERM_STATISTICS_S
+
+    def update(self, row: Sequence[Any] | None) -> None:
+        elements, frequencies, rows = row if row is not None else (None, None, 0)
+        rows = max(0.0, float(rows))
+        self.common = {e: int(f * rows) for e, f in zip(elements or (), frequencies or ()) if f * rows > MAX_TERM_DOCS}
+        self.read_at = time.monotonic()
+
+    def documents(self, terms: Sequence[str]) -> dict[str, int]:
+        """Memories holding each term: the common ones' counts; any other term counts as rare."""
+        return {t: self.common.get(t, 1) for t in terms}
+
+
 def search_statements(plans: Plans, cache: VectorCache, request: SearchRequest,
                       ) -> tuple[builtins.list[Q], tuple[str, str, str] | None, ScopeVectors | None]:
     """A search's statements, the cache key of its scope (None: not cacheable) and the cached
-    copy its vector statement reads (None: the vector candidates come from SQL)."""
+    copy its vector statement reads (None: the vector candidates come from SQL). The full-text
+    statement matches only `selective_terms`."""
+    if request.terms:
+        kept = selective_terms(request.terms, plans.term_statistics.documents(request.terms),
+                               with_vector=request.query_vector is not None)
+        request = replace(request, terms=tuple(kept))
     statements = plans.search_statements(request)
     key = cacheable(request)
     entry = cache.get(key) if key is not None else None
@@ -1665,6 +1705,8 @@ class PostgresBackend(Backend):
         connection (the full-text one from a helper thread), merged when both are back. A
         recall scoped to one user whose vectors this process holds (`VectorCache`) takes its
         vector candidates from the copy, checked against the scope's stamp."""
+        if self.plans.term_statistics.due():
+            self.plans.term_statistics.update(self._call(self.plans.run, TermStatistics.STATEMENT))
         statements, key, entry = search_statements(self.plans, self.vector_cache, request)
         if len(statements) < 2:
             results = [self._call(self.plans.run, q) for q in statements]

@@ -26,6 +26,7 @@ from ._postgres import (
     DEFAULT_VECTOR_CACHE_MB,
     PgPlan,
     Plans,
+    TermStatistics,
     VectorCache,
     _hash64,
     _import_psycopg,
@@ -168,6 +169,8 @@ class AsyncPostgresBackend:
         """Vector and full-text candidates side by side, each statement on its own pooled
         connection, merged when both are back; a scope this process holds the vectors of
         (`VectorCache`) gives its vector candidates from the copy, checked against its stamp."""
+        if self.plans.term_statistics.due():
+            self.plans.term_statistics.update(await self._call(self.plans.run, TermStatistics.STATEMENT))
         statements, key, entry = search_statements(self.plans, self.vector_cache, request)
         results = builtins.list(await asyncio.gather(*(self._call(self.plans.run, q) for q in statements)))
         if key is not None:

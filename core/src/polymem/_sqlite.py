@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Backend, Candidate, NewRecord, SearchRequest
+from ._backend import MAX_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -114,10 +114,6 @@ MIGRATIONS: builtins.list[str] = [
     DELETE FROM meta WHERE key = 'analyzer';
     """,
 ]
-
-# A term in more rows than this costs more to rank (BM25 over every match) than it
-# tells; the vector search covers such queries.
-MAX_TERM_DOCS = 5000
 
 # Reinforcements arriving within this long of each other are written in one transaction.
 REINFORCE_WINDOW_S = 0.1
@@ -807,12 +803,9 @@ class SQLiteBackend(Backend):
         A name in every second memory of one user is no rarer for that user because a hundred
         other users never say it: term weights come from the scope's rows, not the table's."""
         docs = self._document_frequencies(conn, request.terms)
-        present = [t for t in request.terms if docs.get(t)]
-        selective = [t for t in present if docs[t] <= MAX_TERM_DOCS]
+        selective = selective_terms(request.terms, docs, with_vector=request.query_vector is not None)
         if not selective:
-            if request.query_vector is not None or not present:
-                return {}
-            selective = [min(present, key=lambda t: docs[t])]
+            return {}
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
         where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
@@ -826,7 +819,7 @@ class SQLiteBackend(Backend):
         if whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
             # and its token matches every row: ANDing it reads its whole posting list (100k rows:
             # 3.2 ms even for a term in one row), while `where` keeps the scope all the same.
-            quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in dict.fromkeys(selective))
+            quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
             rows = conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank {matches} ORDER BY rank LIMIT ?",
                                 (f"body : ({quoted})", *params, now_us, request.limit)).fetchall()
             best_rank = min((r[1] for r in rows), default=0.0)
@@ -834,7 +827,7 @@ class SQLiteBackend(Backend):
         scores: dict[int, float] = {}
         # FTS5's bm25() weighs a term by the whole table; one query per term lets each term's
         # share be re-weighted by the scope's own frequency.
-        for term in dict.fromkeys(selective):
+        for term in selective:
             match = f'scope : "{scope}" AND body : "{term.replace(chr(34), chr(34) * 2)}"'
             in_scope = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
                                         (match,)).fetchone()[0])

@@ -656,6 +656,28 @@ def test_bulk_loads_build_the_hnsw_index_once_after_the_load(pg_url: str) -> Non
         backend.close()
 
 
+def test_a_bulk_import_leaves_the_full_text_index_taking_each_write_at_once(pg_url: str) -> None:
+    """The load gathers full-text entries in GIN's pending list; afterwards none are left there
+    and the index is back to taking writes one by one, whether or not the vector indexes are built."""
+    import psycopg
+
+    from polymem._postgres import PostgresBackend
+
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        for build_index, start in ((False, 0), (True, 100)):
+            backend.bulk_import("default", [_rows(40, start), _rows(40, start + 40)], now, build_index=build_index)
+            with psycopg.connect(backend.conninfo, autocommit=True) as conn:
+                options = conn.execute(
+                    "SELECT reloptions FROM pg_class WHERE relname = 'polymem_memories_tsv'").fetchone()[0]
+                assert "fastupdate=off" in options
+                assert conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)").fetchone()[0] == 0
+        assert backend.stats("default")["memories"] == 160
+    finally:
+        backend.close()
+
+
 def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
     """Reinforcement touches no indexed column and pages keep 20% free: the row version stays
     on its page (a HOT update), so no index (HNSW, GIN) is written on the read path's behalf."""

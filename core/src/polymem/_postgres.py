@@ -1852,18 +1852,31 @@ class PostgresBackend(Backend):
             report.imported += part.imported
             report.duplicates += part.duplicates
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-stage") as pool:
-            pending: tuple[Sequence[dict[str, Any]], Staged] | None = None
-            for batch in batches:
-                future = pool.submit(stage_import, namespace, batch)
+        self._gather_text_index_writes(True)
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-stage") as pool:
+                pending: tuple[Sequence[dict[str, Any]], Staged] | None = None
+                for batch in batches:
+                    future = pool.submit(stage_import, namespace, batch)
+                    if pending is not None:
+                        load(*pending)
+                    pending = (batch, future.result())
                 if pending is not None:
                     load(*pending)
-                pending = (batch, future.result())
-            if pending is not None:
-                load(*pending)
+        finally:
+            self._gather_text_index_writes(False)
         if build_index:
             self.build_vector_indexes(models)
         return report
+
+    def _gather_text_index_writes(self, gather: bool) -> None:
+        """While `bulk_import` loads, the full-text index gathers the new entries in its pending
+        list and merges them in bulk (100k rows: 8,300/s entry by entry); afterwards it merges
+        what is left and takes each write at once again (migration 8)."""
+        with self._pool.connection() as conn:
+            conn.execute(f"ALTER INDEX polymem_memories_tsv SET (fastupdate = {'on' if gather else 'off'})")
+            if not gather:
+                conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)")
 
     def build_vector_indexes(self, models: dict[str, int] | None = None) -> None:
         """Build the vector indexes (HNSW, covering scan index) of every deferred model

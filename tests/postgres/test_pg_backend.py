@@ -214,6 +214,25 @@ def test_save_many_treats_duplicates_within_a_batch_like_saves_one_by_one(new_da
         single.close()
 
 
+def test_save_many_takes_a_batch_larger_than_the_servers_lock_table(pg_url: str) -> None:
+    """The duplicate checks take a bounded number of advisory locks, whatever the batch size (one a
+    memory ran a batch three times the lock table out of shared memory)."""
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        lock_slots = int(conn.execute(
+            "SELECT current_setting('max_locks_per_transaction')::int * (current_setting('max_connections')::int "
+            "+ current_setting('max_prepared_transactions')::int)").fetchone()[0])
+    mem = pg_memory(pg_url)
+    try:
+        saved = mem.save_many([polymem.MemoryDraft(f"memory number {i}") for i in range(3 * lock_slots)],
+                              user_id="u")
+        assert len({r.memory_id for r in saved}) == 3 * lock_slots
+        assert mem.stats()["memories"] == 3 * lock_slots
+    finally:
+        mem.close()
+
+
 def test_import_keeps_the_first_of_duplicates_within_a_batch(pg_url: str) -> None:
     from polymem._postgres import PostgresBackend
 

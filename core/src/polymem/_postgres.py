@@ -246,6 +246,13 @@ MIGRATIONS: builtins.list[str] = [
     """,
 ]
 
+# Saves wait for each other on the keys that would make them duplicates (idempotency key, or
+# content in a scope), hashed into this many advisory locks. One lock per key ran a batch of
+# 20,000 memories out of the server's lock table ("out of shared memory"); a shared lock only
+# makes two unrelated saves wait for each other now and then.
+SAVE_LOCKS = 256
+_SAVE_LOCK_CLASS = 0x706D  # "pm": the two-key advisory locks, apart from the one-key ones
+
 # A batch of saves this large may ANALYZE the table (`Plans._analyze_if_grown`).
 ANALYZE_ROWS = 1000
 
@@ -579,16 +586,17 @@ class Plans:
                 "ON CONFLICT DO NOTHING", (model_id, int(dimension), name), "none")
 
     def insert(self, items: Sequence[NewRecord], now: datetime) -> PgPlan:
-        keys = set()
+        locks = set()
         for item in items:
             rec = item.record
             if item.idempotency_key is not None:
-                keys.add(_hash64(f"idem\x00{rec.namespace}\x00{item.idempotency_key}"))
+                key = f"idem\x00{rec.namespace}\x00{item.idempotency_key}"
             else:
-                keys.add(_hash64(f"hash\x00{rec.namespace}\x00{rec.user_id}\x00{rec.agent_id}\x00{item.content_hash}"))
+                key = f"hash\x00{rec.namespace}\x00{rec.user_id}\x00{rec.agent_id}\x00{item.content_hash}"
+            locks.add(_hash64(key) % SAVE_LOCKS)
         # Sorted, so two batches never wait on each other in opposite orders.
-        yield Q("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
-                (sorted(keys),), "none")
+        yield Q("SELECT pg_advisory_xact_lock(%s, k) FROM unnest(%s::int[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
+                (_SAVE_LOCK_CLASS, sorted(locks)), "none")
         for model, dim in {(i.record.embedding_model, len(i.vector)) for i in items if i.vector is not None}:
             yield from self._ensure_index(model, dim)
         # What is already stored, for the whole batch in two statements: rows by idempotency key,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -280,10 +280,20 @@ class Engine:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
             vector = None
+        vector_mode = vector is not None
+
+        def contenders(similarities: Mapping[Any, float], ranks: Mapping[Any, float]) -> list[Any]:
+            relevance = self.scoring.relevances(((key, similarities.get(key), ranks.get(key))
+                                                 for key in dict.fromkeys([*similarities, *ranks])),
+                                                vector_mode=vector_mode)
+            if min_relevance is not None:
+                relevance = {key: r for key, r in relevance.items() if r >= min_relevance}
+            return self.scoring.contenders(relevance, top_k)
+
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                tuple(query_terms(query)), now, max(CANDIDATES, top_k))
+                                tuple(query_terms(query)), now, max(CANDIDATES, top_k), contenders)
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=vector is not None)
+        hits = self.rank(candidates, now, vector_mode=vector_mode)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:top_k]
@@ -326,26 +336,15 @@ class Engine:
     def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool) -> builtins.list[RecallHit]:
         """Admit relevant candidates, blend relevance with the live score, order by score."""
         policy = self.scoring
-        best = max((c.similarity for c in candidates if c.similarity is not None), default=0.0)
-        # A broad query ("what do you know about me?") is far from everything; admit what is
-        # nearly as close as the best match, but never what is plainly unrelated.
-        admit = min(policy.min_similarity, max(policy.relative_floor, best - policy.relative_margin))
+        relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
+                                       vector_mode=vector_mode)
         hits = []
-        for c in candidates:
-            text = c.text_rank
-            if vector_mode:
-                sim = c.similarity
-                if not ((sim is not None and sim >= admit) or text is not None):
-                    continue
-                relevance = policy.vector_weight * max(0.0, sim or 0.0) + (1 - policy.vector_weight) * (text or 0.0)
-            else:
-                if text is None:
-                    continue
-                relevance = text
+        for i, relevance in relevances.items():
+            c = candidates[i]
             live = policy.live_score(c.scored, now)
             # Until the top-k is fetched, a hit may carry the bare candidate.
             hits.append(RecallHit(c.record or c, policy.blend(relevance, live), relevance,  # type: ignore[arg-type]
-                                  c.similarity, text, live))
+                                  c.similarity, c.text_rank, live))
         hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
         return hits
 

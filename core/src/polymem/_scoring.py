@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import InvalidInput
 from ._models import MemoryRecord
 
 DEFAULT_BASE_BY_SOURCE = {"user_input": 0.6, "inference": 0.4, "tool_result": 0.3, "import": 0.5}
 DEFAULT_HALF_LIFE_DAYS = {"fact": 180.0, "preference": 60.0, "event": 30.0, "task": 7.0}
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,36 @@ class ScoringPolicy:
     def blend(self, relevance: float, live: float) -> float:
         """Final score: relevance scaled by the live score, so relevance gates everything."""
         return relevance * ((1.0 - self.live_weight) + self.live_weight * live)
+
+    def relevances(self, candidates: Iterable[tuple[K, float | None, float | None]], *,
+                   vector_mode: bool) -> dict[K, float]:
+        """The relevance of each admitted candidate, given as (key, cosine, text rank).
+
+        With a vector search, a candidate is admitted by its text match, or by a cosine of at
+        least `min_similarity`, lowered for a broad query ("what do you know about me?"), which
+        is far from everything, to what is nearly as close as the best match, but never to what
+        is plainly unrelated. Without one, only text matches are."""
+        candidates = list(candidates)
+        best = max((sim for _, sim, _ in candidates if sim is not None), default=0.0)
+        admit = min(self.min_similarity, max(self.relative_floor, best - self.relative_margin))
+        out: dict[K, float] = {}
+        for key, sim, text in candidates:
+            if not vector_mode:
+                if text is not None:
+                    out[key] = text
+            elif (sim is not None and sim >= admit) or text is not None:
+                out[key] = self.vector_weight * max(0.0, sim or 0.0) + (1 - self.vector_weight) * (text or 0.0)
+        return out
+
+    def contenders(self, relevance: Mapping[K, float], top_k: int) -> list[K]:
+        """The candidates that may rank among the best `top_k` whatever their live scores.
+
+        A score lies between relevance · (1 - live_weight) and the relevance itself (`blend`, live
+        score in [0, 1]), so a candidate less relevant than the `top_k`-th largest of those lower
+        bounds is outscored by at least `top_k` others: its record need not be read."""
+        if len(relevance) <= top_k:
+            return list(relevance)
+        low = 1.0 - self.live_weight
+        floors = sorted((r * low if r >= 0 else r for r in relevance.values()), reverse=True)
+        floor = floors[top_k - 1]
+        return [key for key, r in relevance.items() if r >= floor]

@@ -384,6 +384,122 @@ def test_vector_cache_answers_like_sql_and_never_serves_a_stale_copy(new_databas
         other.close()
 
 
+def _new_record(memory_id: str, user: str, vector: np.ndarray, *, model: str = "bulk", status: str = "active") -> Any:
+    from polymem._backend import NewRecord
+    from polymem._text import content_hash, terms
+
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rec = polymem.MemoryRecord(memory_id=memory_id, content=f"saved {memory_id}", user_id=user, created_at=now,
+                               updated_at=now, embedding_model=model, namespace="default", category="fact",
+                               source="api", importance=0.5, agent_id=None, session_id=None, status=status)
+    return NewRecord(rec, vector, content_hash(rec.content), None, tuple(terms(rec.content)))
+
+
+def test_a_save_in_this_process_brings_its_copy_of_the_scope_up_to_date(pg_url: str) -> None:
+    """An agent that saves and then recalls keeps recalling from the copy: the insert holds the
+    scope's stamp, so the copy as of the stamp before it plus the insert's rows is the scope after it."""
+    from polymem._postgres import PostgresBackend
+
+    backend = PostgresBackend(pg_url)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        backend.import_rows("default", _rows(900), [], now)
+        q = np.random.default_rng(5).normal(size=16).astype(np.float32)
+        target = q / np.linalg.norm(q)
+        req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
+        key = ("default", "u1", "bulk")
+        backend.search(req)
+        copy = _wait_cached(backend, key, 16)
+        # One batch: the closest memory yet, an archived one, one of another user and a duplicate.
+        backend.insert([_new_record("near", "u1", target), _new_record("gone", "u1", target, status="archived"),
+                        _new_record("theirs", "u2", target), _new_record("near-again", "u1", target)], now)
+        grown = backend.vector_cache.get(key)
+        assert grown is not None and grown is not copy and grown.stamp != copy.stamp
+        assert len(grown.ids) == len(copy.ids) + 2  # "near" and "near-again" (another memory_id, same content)
+        assert len(copy.ids) == 300  # the copy a search may still be reading is unchanged
+        found = backend.search(req)
+        assert backend.vector_cache.get(key) is grown  # answered from the copy, not found stale
+        assert [(c.id, c.similarity) for c in found] == [
+            (c.id, c.similarity) for c in backend._call(backend.plans.search, req)]
+        assert max(found, key=lambda c: c.similarity or -1).id in {"near", "near-again"}
+        backend.insert([_new_record(f"more-{i}", "u1", -target) for i in range(3)], now)
+        assert backend.vector_cache.get(key).full is grown.full  # room to spare: no copy of the scope
+    finally:
+        backend.close()
+
+
+def test_a_copy_does_not_catch_up_past_a_write_of_another_instance(pg_url: str) -> None:
+    from polymem._postgres import PostgresBackend
+
+    backend, other = PostgresBackend(pg_url), PostgresBackend(pg_url + "&vector_cache_mb=0")
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        backend.import_rows("default", _rows(900), [], now)
+        q = np.random.default_rng(5).normal(size=16).astype(np.float32)
+        target = q / np.linalg.norm(q)
+        req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
+        key = ("default", "u1", "bulk")
+        backend.search(req)
+        copy = _wait_cached(backend, key, 16)
+        other.insert([_new_record("elsewhere", "u1", target)], now)
+        backend.insert([_new_record("here", "u1", -target)], now)
+        assert backend.vector_cache.get(key) is copy  # not grown: its stamp was not the one before the insert
+        found = backend.search(req)
+        assert max(found, key=lambda c: c.similarity or -1).id == "elsewhere"
+        assert backend.vector_cache.get(key) is None  # found stale
+    finally:
+        backend.close()
+        other.close()
+
+
+def test_a_copy_grown_past_the_budget_makes_room() -> None:
+    from polymem._postgres import ScopeVectors, ScopeWrites, VectorCache
+
+    def copy(rows: int, stamp: int) -> ScopeVectors:
+        return ScopeVectors(stamp, np.arange(rows, dtype=np.int64), np.zeros((rows, 8), np.int8),
+                            np.ones(rows, np.float32), np.zeros(rows, np.float32), np.ones(rows, np.float32),
+                            np.full(rows, np.inf))
+
+    cache = VectorCache(copy(1000, 1).nbytes * 2)
+    for user, used in (("a", 1.0), ("b", 2.0)):
+        cache.put(("ns", user, "m"), copy(1000, 1))
+        cache.entries[("ns", user, "m")].used = used
+    writes = ScopeWrites(frozenset({("ns", "b")}), {("ns", "b"): 1}, {("ns", "b"): 2},
+                         [("ns", "b", "m", 5000, np.ones(8, np.float32), np.inf)])
+    cache.catch_up(writes)
+    grown = cache.get(("ns", "b", "m"))
+    assert grown is not None and grown.stamp == 2 and int(grown.ids[-1]) == 5000
+    assert cache.get(("ns", "a", "m")) is None  # the least recently used copy made room
+    assert cache.used_bytes == grown.nbytes <= cache.max_bytes
+
+
+def test_async_save_brings_its_copy_up_to_date(pg_url: str) -> None:
+    import asyncio
+
+    from polymem._postgres_async import AsyncPostgresBackend
+
+    async def main() -> None:
+        backend = AsyncPostgresBackend(pg_url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        try:
+            await backend.import_rows("default", _rows(900), [], now)
+            q = np.random.default_rng(5).normal(size=16).astype(np.float32)
+            req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
+            await backend.search(req)
+            await backend.aflush()
+            copy = backend.vector_cache.get(("default", "u1", "bulk"))
+            assert copy is not None
+            await backend.insert([_new_record("near", "u1", q / np.linalg.norm(q))], now)
+            grown = backend.vector_cache.get(("default", "u1", "bulk"))
+            assert grown is not None and len(grown.ids) == len(copy.ids) + 1
+            found = await backend.search(req)
+            assert max(found, key=lambda c: c.similarity or -1).id == "near" and backend.vector_cache.get(("default", "u1", "bulk")) is grown
+        finally:
+            await backend.aclose()
+
+    asyncio.run(main())
+
+
 def test_vector_cache_stays_within_its_budget() -> None:
     """Copies never hold more than the budget; one load at a time; a copy that found no room, or a
     scope too small or too big, is not loaded again at once (no reload on every recall)."""

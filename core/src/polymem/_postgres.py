@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -586,7 +587,10 @@ class Plans:
         yield Q("INSERT INTO polymem_vector_indexes (model_id, dimension, index_name) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING", (model_id, int(dimension), name), "none")
 
-    def insert(self, items: Sequence[NewRecord], now: datetime) -> PgPlan:
+    def insert(self, items: Sequence[NewRecord], now: datetime, held: ScopeWrites | None = None) -> PgPlan:
+        """Save new records (or find what already stands for them). `held`: scopes whose vectors
+        the caller holds a copy of; their stamps are locked for the transaction, and what the
+        insert did to them is written into `held` (`VectorCache.catch_up`)."""
         locks = set()
         for item in items:
             rec = item.record
@@ -598,6 +602,11 @@ class Plans:
         # Sorted, so two batches never wait on each other in opposite orders.
         yield Q("SELECT pg_advisory_xact_lock(%s, k) FROM unnest(%s::int[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
                 (_SAVE_LOCK_CLASS, sorted(locks)), "none")
+        if held is not None:
+            held.before, held.after, held.rows = {}, {}, []  # a rerun starts afresh
+            if held.scopes:  # after the save locks, as every writer takes them; sorted, as the trigger does
+                held.before = {(r[0], r[1]): r[2] for r in (yield Q(
+                    f"{_STAMPS_OF} ORDER BY 1, 2 FOR UPDATE OF s", _scope_arrays(held.scopes)))}
         for model, dim in {(i.record.embedding_model, len(i.vector)) for i in items if i.vector is not None}:
             yield from self._ensure_index(model, dim)
         # What is already stored, for the whole batch in two statements: rows by idempotency key,
@@ -651,6 +660,17 @@ class Plans:
                     [(i.record.memory_id, i.record.version, dumps(i.record.to_dict())) for i in new], "many")
             if len(new) >= ANALYZE_ROWS:
                 yield from self._analyze_if_grown(len(new))
+        if held is not None and held.before:
+            held.after = {(r[0], r[1]): r[2] for r in (yield Q(_STAMPS_OF, _scope_arrays(held.before)))}
+            mine = {i.record.memory_id: i for i in new if (i.record.namespace, i.record.user_id) in held.before
+                    and i.record.status == "active" and i.vector is not None and i.record.embedding_model is not None}
+            if mine:
+                for memory_id, row_id in (yield Q("SELECT memory_id, id FROM polymem_memories WHERE memory_id = ANY(%s)",
+                                                  (builtins.list(mine),))):
+                    rec = mine[memory_id].record
+                    held.rows.append((rec.namespace, rec.user_id or "", rec.embedding_model or "", int(row_id),
+                                      np.asarray(mine[memory_id].vector, dtype=np.float32),
+                                      np.inf if rec.expire_at is None else rec.expire_at.timestamp()))
         if touched:
             yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE memory_id = ANY(%s)",
                     (now, sorted(set(touched))), "none")
@@ -1155,11 +1175,49 @@ class ScopeVectors:
     norms: np.ndarray  # of the unit vectors: 1, or 0 for a zero vector
     expire: np.ndarray  # seconds since the epoch, inf for never
     used: float = 0.0
+    # The arrays' whole buffers, when they were grown with room to spare (`extended`).
+    full: tuple[np.ndarray, ...] | None = None
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.ids, self.codes, self.scales, self.lost, self.norms, self.expire
 
     @property
     def nbytes(self) -> int:
-        return int(self.ids.nbytes + self.codes.nbytes + self.scales.nbytes + self.lost.nbytes + self.norms.nbytes
-                   + self.expire.nbytes)
+        return int(sum(a.nbytes for a in (self.full or self.arrays)))
+
+    def extended(self, stamp: int, ids: np.ndarray, vectors: np.ndarray, expire: np.ndarray) -> ScopeVectors:
+        """This copy with more rows, as of `stamp`. The rows go into the room left at the end of
+        the buffers, which a search reading this copy never looks at, or into buffers a quarter
+        larger than needed: a copy catching up with one save at a time costs no whole-scope copy."""
+        n, k = len(self.ids), len(ids)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(k, -1)
+        lengths = np.linalg.norm(vectors, axis=1)
+        codes, scales, lost = quantize(vectors / np.where(lengths > 0, lengths, 1.0)[:, None])
+        parts = (np.asarray(ids, dtype=np.int64), codes, scales, lost, (lengths > 0).astype(np.float32),
+                 np.asarray(expire, dtype=np.float64))
+        full = self.full
+        if full is None or len(full[0]) < n + k:
+            room = n + k + max(k, (n + k) // 4)
+            full = tuple(np.empty((room, *a.shape[1:]), dtype=a.dtype) for a in self.arrays)
+            for whole, a in zip(full, self.arrays):
+                whole[:n] = a
+        for whole, part in zip(full, parts):
+            whole[n:n + k] = part
+        ids_, codes_, scales_, lost_, norms_, expire_ = (whole[:n + k] for whole in full)
+        return ScopeVectors(stamp, ids_, codes_, scales_, lost_, norms_, expire_, self.used, full)
+
+
+@dataclass
+class ScopeWrites:
+    """What an insert did to scopes this process holds copies of (`Plans.insert`, `held=`):
+    each (namespace, user) stamp before and after it, and its new active rows with vectors
+    as (namespace, user, model, row id, vector, expiry in seconds since the epoch or inf)."""
+
+    scopes: frozenset[tuple[str, str]]
+    before: dict[tuple[str, str], int] = dataclass_field(default_factory=dict)
+    after: dict[tuple[str, str], int] = dataclass_field(default_factory=dict)
+    rows: builtins.list[tuple[str, str, str, int, np.ndarray, float]] = dataclass_field(default_factory=list)
 
 
 class VectorCache:
@@ -1230,6 +1288,36 @@ class VectorCache:
             self.loading.add(key)
             return True
 
+    def held_scopes(self, items: Sequence[NewRecord]) -> frozenset[tuple[str, str]]:
+        """The (namespace, user) of `items` this process holds a copy of."""
+        with self.lock:
+            held = {key[:2] for key in self.entries}
+        return frozenset(scope for i in items if (scope := (i.record.namespace, i.record.user_id or "")) in held
+                         and i.record.user_id is not None)
+
+    def catch_up(self, writes: ScopeWrites) -> None:
+        """Bring the copies of the scopes an insert of this process held (`ScopeWrites`) up to
+        it: a copy as of the stamp before the insert, whose stamp no one else could move while
+        the insert held it, is that copy plus the insert's rows. Any other copy is left to the
+        next search, which finds it stale."""
+        with self.lock:
+            for key in [k for k in self.entries if k[:2] in writes.before]:
+                entry, scope = self.entries[key], key[:2]
+                after = writes.after.get(scope)
+                if after is None or entry.stamp != writes.before[scope]:
+                    continue
+                rows = [r for r in writes.rows if r[:3] == key]
+                if rows and any(len(r[4]) != entry.codes.shape[1] for r in rows):
+                    continue
+                grown = entry.extended(after, np.array([r[3] for r in rows], dtype=np.int64),
+                                       np.array([r[4] for r in rows], dtype=np.float32).reshape(len(rows), -1),
+                                       np.array([r[5] for r in rows], dtype=np.float64))
+                self.used_bytes += grown.nbytes - entry.nbytes
+                self.entries[key] = grown
+            while self.used_bytes > self.max_bytes and self.entries:  # grown past the budget: the oldest copy goes
+                oldest = min(self.entries, key=lambda k: self.entries[k].used)
+                self.used_bytes -= self.entries.pop(oldest).nbytes
+
     def put(self, key: tuple[str, str, str], entry: ScopeVectors | None) -> None:
         """Keep a loaded copy (None: the scope is not worth one, or failed to load)."""
         with self.lock:
@@ -1253,6 +1341,15 @@ class VectorCache:
                 self.used_bytes -= old_entry.nbytes
             self.entries[key] = entry
             self.used_bytes += entry.nbytes
+
+
+_STAMPS_OF = ("SELECT s.namespace, s.user_id, s.stamp FROM polymem_scope_stamps s JOIN unnest(%s::text[], %s::text[]) "
+              "AS q(ns, u) ON s.namespace = q.ns AND s.user_id = q.u")
+
+
+def _scope_arrays(scopes: Iterable[tuple[str, str]]) -> tuple[builtins.list[str], builtins.list[str]]:
+    ordered = sorted(scopes)
+    return [ns for ns, _ in ordered], [user for _, user in ordered]
 
 
 def cacheable(request: SearchRequest) -> tuple[str, str, str] | None:
@@ -1689,7 +1786,13 @@ class PostgresBackend(Backend):
 
     # records
     def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        return self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
+        scopes = self.vector_cache.held_scopes(items)
+        if not scopes:
+            return self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
+        held = ScopeWrites(scopes)
+        results = self._call(self.plans.insert, items, now, held)
+        self.vector_cache.catch_up(held)
+        return results  # type: ignore[no-any-return]
 
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.get, namespace, memory_ids)  # type: ignore[no-any-return]

@@ -26,6 +26,7 @@ from ._postgres import (
     DEFAULT_VECTOR_CACHE_MB,
     PgPlan,
     Plans,
+    ScopeWrites,
     TermStatistics,
     VectorCache,
     _hash64,
@@ -142,7 +143,13 @@ class AsyncPostgresBackend:
 
     # records
     async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        return await self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
+        scopes = self.vector_cache.held_scopes(items)
+        if not scopes:
+            return await self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
+        held = ScopeWrites(scopes)
+        results = await self._call(self.plans.insert, items, now, held)
+        self.vector_cache.catch_up(held)
+        return results  # type: ignore[no-any-return]
 
     async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.get, namespace, memory_ids)  # type: ignore[no-any-return]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,9 +64,6 @@ class SearchRequest:
     terms: tuple[str, ...]
     now: datetime
     limit: int
-    # Given the candidates' similarities and text ranks (scaled by the best) by key, the keys
-    # that can still reach the caller's top-k: a backend may read only their scoring fields.
-    contenders: Callable[[Mapping[Any, float], Mapping[Any, float]], Sequence[Any]] | None = None
 
 
 # A query term found in more memories than this is left out of a full-text search that runs

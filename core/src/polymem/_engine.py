@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -280,20 +280,10 @@ class Engine:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
             vector = None
-        vector_mode = vector is not None
-
-        def contenders(similarities: Mapping[Any, float], ranks: Mapping[Any, float]) -> list[Any]:
-            relevance = self.scoring.relevances(((key, similarities.get(key), ranks.get(key))
-                                                 for key in dict.fromkeys([*similarities, *ranks])),
-                                                vector_mode=vector_mode)
-            if min_relevance is not None:
-                relevance = {key: r for key, r in relevance.items() if r >= min_relevance}
-            return self.scoring.contenders(relevance, top_k)
-
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                tuple(query_terms(query)), now, max(CANDIDATES, top_k), contenders)
+                                tuple(query_terms(query)), now, max(CANDIDATES, top_k))
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=vector_mode)
+        hits = self.rank(candidates, now, vector_mode=vector is not None)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:top_k]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -104,16 +104,3 @@ class ScoringPolicy:
             elif (sim is not None and sim >= admit) or text is not None:
                 out[key] = self.vector_weight * max(0.0, sim or 0.0) + (1 - self.vector_weight) * (text or 0.0)
         return out
-
-    def contenders(self, relevance: Mapping[K, float], top_k: int) -> list[K]:
-        """The candidates that may rank among the best `top_k` whatever their live scores.
-
-        A score lies between relevance · (1 - live_weight) and the relevance itself (`blend`, live
-        score in [0, 1]), so a candidate less relevant than the `top_k`-th largest of those lower
-        bounds is outscored by at least `top_k` others: its record need not be read."""
-        if len(relevance) <= top_k:
-            return list(relevance)
-        low = 1.0 - self.live_weight
-        floors = sorted((r * low if r >= 0 else r for r in relevance.values()), reverse=True)
-        floor = floors[top_k - 1]
-        return [key for key, r in relevance.items() if r >= floor]

@@ -727,14 +727,13 @@ class SQLiteBackend(Backend):
                         dtype=np.int64)
                 similarities = self._vector_candidates(cache, request, now_us, allowed)
             ranks = self._text_candidates(conn, request, now_us) if request.terms else {}
+            wanted = list(dict.fromkeys([*similarities, *ranks]))
+            if not wanted:
+                return []
             if request.query_vector is not None:
                 for rid in ranks:
                     if rid not in similarities and (key := cache.where.get(rid)) is not None:
                         similarities[rid] = float(cache.blocks[key].vector(rid) @ request.query_vector)
-            wanted = list(dict.fromkeys([*similarities, *ranks])) if request.contenders is None \
-                else request.contenders(similarities, ranks)
-            if not wanted:
-                return []
             marks = ", ".join("?" for _ in wanted)
             rows = conn.execute(
                 "SELECT rowid, memory_id, importance, category, created_at, last_accessed_at, access_count "

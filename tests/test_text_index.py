@@ -91,19 +91,30 @@ def test_a_term_count_above_a_lagging_row_count_weighs_the_minimum_instead_of_fa
 def test_terms_held_by_no_memory_are_not_searched() -> None:
     from polymem._backend import selective_terms
 
-    assert selective_terms(["tea", "kyoto"], {"tea": 3}, with_vector=True) == ["tea"]
+    assert selective_terms(["tea", "kyoto"], {"tea": 3}, 100, with_vector=True) == ["tea"]
 
 
 def test_a_term_most_memories_hold_is_left_to_the_vector_search() -> None:
     from polymem._backend import MAX_TERM_DOCS, selective_terms
 
     docs = {"tea": MAX_TERM_DOCS + 1, "kyoto": 2}
-    assert selective_terms(["tea", "kyoto"], docs, with_vector=True) == ["kyoto"]
-    assert selective_terms(["tea"], docs, with_vector=True) == []
+    assert selective_terms(["tea", "kyoto"], docs, 1_000_000, with_vector=True) == ["kyoto"]
+    assert selective_terms(["tea"], docs, 1_000_000, with_vector=True) == []
+
+
+def test_a_term_in_a_tenth_of_a_large_store_is_left_to_the_vector_search() -> None:
+    from polymem._backend import COMMON_TERM_DOCS, selective_terms
+
+    docs = {"user": 1_500, "kyoto": 40}
+    assert selective_terms(["user", "kyoto"], docs, 10_000, with_vector=True) == ["kyoto"]
+    assert selective_terms(["user", "kyoto"], docs, 20_000, with_vector=True) == ["user", "kyoto"]  # 7.5%
+    assert selective_terms(["user", "kyoto"], docs, 10_000, with_vector=False) == ["user", "kyoto"]
+    # A small store ranks even its commonest terms: they are cheap to rank.
+    assert selective_terms(["user"], {"user": COMMON_TERM_DOCS}, COMMON_TERM_DOCS, with_vector=True) == ["user"]
 
 
 def test_without_a_vector_search_the_rarest_of_only_common_terms_is_searched() -> None:
     from polymem._backend import MAX_TERM_DOCS, selective_terms
 
     docs = {"tea": MAX_TERM_DOCS + 10, "green": MAX_TERM_DOCS + 1}
-    assert selective_terms(["tea", "green", "tea"], docs, with_vector=False) == ["green"]
+    assert selective_terms(["tea", "green", "tea"], docs, 1_000_000, with_vector=False) == ["green"]

@@ -888,12 +888,13 @@ def test_a_batch_that_grows_the_table_by_a_tenth_brings_the_planner_statistics_u
 def test_terms_most_memories_hold_are_left_out_of_the_full_text_search_beside_a_vector_search(pg_url: str) -> None:
     """The planner's statistics (ANALYZE after a large batch) tell which terms are common; the
     full-text statement then matches only the others, as on SQLite (`selective_terms`)."""
-    from polymem._backend import MAX_TERM_DOCS
+    from polymem._backend import COMMON_TERM_DOCS
     from polymem._postgres import search_statements
 
     mem = pg_memory(pg_url, HashEmbedder())
     try:
-        mem.save_many([polymem.MemoryDraft(f"green tea note {i}") for i in range(MAX_TERM_DOCS + 200)], user_id="u")
+        mem.save_many([polymem.MemoryDraft(f"green tea note {i}") for i in range(COMMON_TERM_DOCS + 200)],
+                      user_id="u")
         hits = mem.recall("green tea 17", user_id="u", top_k=3)
         assert hits[0].memory.content == "green tea note 17"
         backend: Any = mem.backend
@@ -908,17 +909,18 @@ def test_terms_most_memories_hold_are_left_out_of_the_full_text_search_beside_a_
 
 
 def test_term_statistics_count_only_the_lexemes_more_memories_hold_than_the_limit() -> None:
-    from polymem._backend import MAX_TERM_DOCS
+    from polymem._backend import COMMON_TERM_DOCS
     from polymem._postgres import TermStatistics
 
     statistics = TermStatistics()
     assert statistics.due()
-    statistics.update((["tea", "kyoto"], [0.5, 0.0001, 0.0001, 0.5, 0.0], 4 * MAX_TERM_DOCS))
-    assert statistics.common == {"tea": 2 * MAX_TERM_DOCS}
-    assert statistics.documents(["tea", "kyoto", "unseen"]) == {"tea": 2 * MAX_TERM_DOCS, "kyoto": 1, "unseen": 1}
+    statistics.update((["tea", "kyoto"], [0.5, 0.0001, 0.0001, 0.5, 0.0], 4 * COMMON_TERM_DOCS))
+    assert statistics.common == {"tea": 2 * COMMON_TERM_DOCS}
+    assert statistics.rows == 4 * COMMON_TERM_DOCS
+    assert statistics.documents(["tea", "kyoto", "unseen"]) == {"tea": 2 * COMMON_TERM_DOCS, "kyoto": 1, "unseen": 1}
     assert not statistics.due()
     statistics.update((None, None, -1))  # never analyzed
-    assert statistics.common == {}
+    assert statistics.common == {} and statistics.rows == 0
 
 
 def test_the_scope_lexeme_does_not_rank_a_short_memory_first(pg_url: str) -> None:

@@ -66,19 +66,28 @@ class SearchRequest:
     limit: int
 
 
-# A query term found in more memories than this is left out of a full-text search that runs
-# beside a vector search: ranking every row that holds it costs milliseconds per thousand rows,
-# and a term that common tells the rows little apart.
+# Beside a vector search, the full-text search leaves out a query term held by more than
+# `MAX_TERM_DOCS` memories, or by more than `COMMON_TERM_SHARE` of them when that is more
+# than `COMMON_TERM_DOCS`: ranking every row that holds a term costs milliseconds per thousand
+# rows, and a term that common tells the rows little apart (BM25's weight of a term in a tenth
+# of the rows is 2.2, in half of them 0); small stores keep every term, they are cheap to rank.
 MAX_TERM_DOCS = 5000
+COMMON_TERM_DOCS = 1000
+COMMON_TERM_SHARE = 0.1
 
 
-def selective_terms(terms: Sequence[str], docs: Mapping[str, int], *, with_vector: bool) -> list[str]:
-    """The query terms a full-text search should match, given how many memories hold each.
+def selective_terms(terms: Sequence[str], docs: Mapping[str, int], rows: int, *, with_vector: bool) -> list[str]:
+    """The query terms a full-text search should match, given how many of the `rows` memories
+    hold each (`docs`).
 
-    Terms held by no memory drop out, and so do terms held by more than `MAX_TERM_DOCS` when a
-    vector search runs too; with no vector search and only common terms, the rarest one stays."""
+    Terms held by no memory drop out, and so do terms held by more than `MAX_TERM_DOCS`, or, when
+    a vector search runs too, by more than a share of the rows (see `MAX_TERM_DOCS`); with no
+    vector search and only common terms, the rarest one stays."""
     present = [t for t in dict.fromkeys(terms) if docs.get(t)]
-    selective = [t for t in present if docs[t] <= MAX_TERM_DOCS]
+    common = MAX_TERM_DOCS
+    if with_vector:
+        common = min(MAX_TERM_DOCS, max(COMMON_TERM_DOCS, int(rows * COMMON_TERM_SHARE)))
+    selective = [t for t in present if docs[t] <= common]
     if not selective and not with_vector and present:
         selective = [min(present, key=lambda t: docs[t])]
     return selective

@@ -18,6 +18,10 @@ serialization failure or deadlock.
   default, `vector_cache_mb=` in the URL): numpy picks the candidates, and the
   statement fetching them checks the user's stamp (bumped by triggers in the
   writing transaction), so a copy is never used once the user's rows changed.
+  A save made by the process itself keeps its copy current: the insert locks the
+  user's stamp, so the copy as of the stamp before it plus the new rows is the
+  scope after it (`VectorCache.catch_up`); writes of other processes make the
+  copy stale, and it is loaded again in the background.
 - The vector and full-text candidates are two statements run side by side.
 - Full text is a `tsvector` of the terms `_text.terms()` computes (CJK bigrams
   included), written position by position with no dictionary, plus a scope
@@ -52,7 +56,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ._backend import MAX_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
+from ._backend import COMMON_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import (
     InvalidFilterError,
     LockTimeoutError,
@@ -1451,7 +1455,8 @@ TERM_STATISTICS_S = 60.0
 
 
 class TermStatistics:
-    """The lexemes held by more than `MAX_TERM_DOCS` memories, as the planner's statistics of
+    """The lexemes held by more than `COMMON_TERM_DOCS` memories, and how many memories there are,
+    as the planner's statistics of
     the full text count them (pg_stats' most common elements, as of the table's last ANALYZE),
     read again every `TERM_STATISTICS_S` seconds: what `selective_terms` needs, for the price
     of one small query a minute instead of counting a term's rows at every recall."""
@@ -1464,6 +1469,7 @@ class TermStatistics:
 
     def __init__(self) -> None:
         self.common: dict[str, int] = {}
+        self.rows = 0
         self.read_at = -np.inf
 
     def due(self) -> bool:
@@ -1472,7 +1478,9 @@ class TermStatistics:
     def update(self, row: Sequence[Any] | None) -> None:
         elements, frequencies, rows = row if row is not None else (None, None, 0)
         rows = max(0.0, float(rows))
-        self.common = {e: int(f * rows) for e, f in zip(elements or (), frequencies or ()) if f * rows > MAX_TERM_DOCS}
+        self.common = {e: int(f * rows) for e, f in zip(elements or (), frequencies or ())
+                       if f * rows > COMMON_TERM_DOCS}
+        self.rows = int(rows)
         self.read_at = time.monotonic()
 
     def documents(self, terms: Sequence[str]) -> dict[str, int]:
@@ -1487,7 +1495,7 @@ def search_statements(plans: Plans, cache: VectorCache, request: SearchRequest,
     statement matches only `selective_terms`."""
     if request.terms:
         kept = selective_terms(request.terms, plans.term_statistics.documents(request.terms),
-                               with_vector=request.query_vector is not None)
+                               plans.term_statistics.rows, with_vector=request.query_vector is not None)
         request = replace(request, terms=tuple(kept))
     statements = plans.search_statements(request)
     key = cacheable(request)

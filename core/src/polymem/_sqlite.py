@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import MAX_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
+from ._backend import COMMON_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -793,7 +793,7 @@ class SQLiteBackend(Backend):
                 continue
             row = conn.execute("SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)).fetchone()
             out[term] = int(row[0]) if row else 0
-            if out[term] > MAX_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
+            if out[term] > COMMON_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
                 self._df_cache[term] = out[term]
         return out
 
@@ -803,7 +803,8 @@ class SQLiteBackend(Backend):
         A name in every second memory of one user is no rarer for that user because a hundred
         other users never say it: term weights come from the scope's rows, not the table's."""
         docs = self._document_frequencies(conn, request.terms)
-        selective = selective_terms(request.terms, docs, with_vector=request.query_vector is not None)
+        table_rows = self._fts_row_count(conn)
+        selective = selective_terms(request.terms, docs, table_rows, with_vector=request.query_vector is not None)
         if not selective:
             return {}
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
@@ -814,7 +815,6 @@ class SQLiteBackend(Backend):
         matches = ("FROM memory_fts f CROSS JOIN memories m ON m.rowid = f.rowid "
                    f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
                    "AND (m.expire_at IS NULL OR m.expire_at > ?)")
-        table_rows = self._fts_row_count(conn)
         scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows)
         if whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
             # and its token matches every row: ANDing it reads its whole posting list (100k rows:

@@ -475,6 +475,77 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# HNSW index variants `--hnsw-builds` times: (label, indexed expression, operator class, WITH options,
+# distance of the ranking query, how many candidates it re-ranks exactly; 0: none).
+HNSW_VARIANTS = {
+    "vector": ("vector, m 16, ef_construction 64 (polymem's)", "(vector::vector(384))", "vector_cosine_ops", "",
+               "(vector::vector(384)) <=> %s::vector(384)", 0),
+    "halfvec": ("halfvec, m 16, ef_construction 64", "(vector::halfvec(384))", "halfvec_cosine_ops", "",
+                "(vector::halfvec(384)) <=> %s::vector(384)::halfvec(384)", 0),
+    "efc32": ("vector, m 16, ef_construction 32", "(vector::vector(384))", "vector_cosine_ops",
+              " WITH (ef_construction = 32)", "(vector::vector(384)) <=> %s::vector(384)", 0),
+    "bit": ("bit (binary_quantize), hamming, then 400 re-ranked", "(binary_quantize(vector)::bit(384))",
+            "bit_hamming_ops", "", "binary_quantize(vector)::bit(384) <~> binary_quantize(%s::vector(384))", 400),
+}
+
+
+def hnsw_builds(size: int, users: int, real: int, batch: int, variants: list[str], workers: int) -> str:
+    """Time one HNSW build per variant on a store loaded like the main run (`--hnsw-builds`):
+    what the end-to-end import at 1M would gain from another index. Each build is followed by
+    its recall@10 against exact search over every user (30 queries, ef_search 200)."""
+    import psycopg
+
+    from polymem._postgres import PostgresBackend
+
+    print(f"\n== HNSW builds, {size:,} memories, {users} users, {workers} parallel workers ==", flush=True)
+    rows, vectors, qtable, questions = make_data(size, users, real)
+    work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
+    server, base = start_server(work / "pg")
+    lines = ["| index | build (s) | recall@10 | all-user query p50 (ms) |", "|---|---:|---:|---:|"]
+    try:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        url = base.replace("/postgres?", "/bench?")
+        backend = PostgresBackend(url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        prepared = Prepared(rows, vectors, batch)
+        started = time.perf_counter()
+        backend.bulk_import("default", prepared, now, build_index=False)
+        print(f"  load {size / (time.perf_counter() - started - prepared.seconds):,.0f}/s", flush=True)
+        backend.close()
+        queries = [qtable[q] for q in questions[:30]]
+        exact = [set(np.argsort(-(vectors @ q))[:10].tolist()) for q in queries]
+        literals = ["[" + ",".join(f"{x:.7f}" for x in q) + "]" for q in queries]
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"SET max_parallel_maintenance_workers = {workers}")
+            conn.execute("SET hnsw.ef_search = 200")
+            for name in variants:
+                label, expression, ops, options, distance, rerank = HNSW_VARIANTS[name]
+                started = time.perf_counter()
+                conn.execute(f"CREATE INDEX bench_hnsw ON polymem_memories USING hnsw ({expression} {ops}){options} "
+                             f"WHERE embedding_model = '{MODEL}'")
+                built = time.perf_counter() - started
+                order = f"ORDER BY {distance} LIMIT %s"
+                statement = (f"SELECT memory_id FROM polymem_memories WHERE embedding_model = '{MODEL}' {order}"
+                             if not rerank else
+                             f"SELECT memory_id FROM (SELECT memory_id, vector FROM polymem_memories WHERE "
+                             f"embedding_model = '{MODEL}' {order}) c ORDER BY vector <=> %s::vector(384) LIMIT 10")
+                found, took = 0, []
+                for q, best in zip(literals, exact):
+                    t0 = time.perf_counter()
+                    got = conn.execute(statement, (q, rerank, q) if rerank else (q, 10)).fetchall()
+                    took.append((time.perf_counter() - t0) * 1000)
+                    found += len({int(r[0].rsplit("-", 1)[1]) for r in got} & best)
+                conn.execute("DROP INDEX bench_hnsw")
+                lines.append(f"| {label} | {built:.1f} | {found / (10 * len(queries)):.2f} | "
+                             f"{percentile(took, 50):.1f} |")
+                print("  " + lines[-1], flush=True)
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    return "\n".join(lines)
+
+
 def table(results: list[dict[str, Any]], real: int) -> str:
     lines = [
         "| memories | users | store | recall 1 user p50 / p99 (ms) | recall all users p50 / p99 (ms) | "
@@ -521,7 +592,21 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true",
                         help="time the full-text rebuild of migrate instead (nothing recorded)")
     parser.add_argument("--rebuild-old", action="store_true", help="with --rebuild: time the row-by-row one too")
+    parser.add_argument("--hnsw-builds", nargs="+", choices=sorted(HNSW_VARIANTS),
+                        help="time these HNSW index variants on a loaded store instead (recorded)")
+    parser.add_argument("--workers", type=int, default=2, help="with --hnsw-builds: parallel maintenance workers")
     args = parser.parse_args()
+    if args.hnsw_builds:
+        for size in args.sizes:
+            out = hnsw_builds(size, args.users, args.real, args.batch, args.hnsw_builds, args.workers)
+            print(out)
+            if not args.no_record:
+                with RESULTS.open("a", encoding="utf-8") as fh:
+                    fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — HNSW index variants at "
+                             f"{size:,} memories ({args.users} users; `--hnsw-builds`, {args.workers} parallel "
+                             f"maintenance workers, maintenance_work_mem 4GB); {platform.machine()}, "
+                             f"{os.cpu_count()} cores\n\n" + out + "\n")
+        return
     if args.rebuild:
         for size in args.sizes:
             rebuild(size, args.users, args.real, args.batch, args.rebuild_old)

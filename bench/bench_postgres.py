@@ -292,6 +292,16 @@ def start_server(home: Path) -> tuple[Any, str]:
     return server, server.get_uri()
 
 
+def bench_database(home: Path) -> tuple[Any, str]:
+    """A started server (`start_server`) and the URL of a fresh database on it."""
+    import psycopg
+
+    server, base = start_server(home)
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE bench")
+    return server, base.replace("/postgres?", "/bench?")
+
+
 def run(size: int, users: int, real: int, queries: int, url: str | None, batch: int,
         vector_cache_mb: int | None = None) -> dict[str, Any]:
     import psycopg
@@ -321,10 +331,7 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
                                                                   None, 8000))
         # PostgreSQL
         if url is None:
-            server, base = start_server(work / "pg")
-            with psycopg.connect(base, autocommit=True) as conn:
-                conn.execute("CREATE DATABASE bench")
-            url = base.replace("/postgres?", "/bench?")
+            server, url = bench_database(work / "pg")
         else:
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("DROP TABLE IF EXISTS polymem_memories, polymem_memory_versions, polymem_vector_indexes, "
@@ -411,11 +418,8 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
     print(f"\n== full-text rebuild, {size:,} memories, {users} users ==", flush=True)
     rows, vectors, _, _ = make_data(size, users, real)
     work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
-    server, base = start_server(work / "pg")
+    server, url = bench_database(work / "pg")
     try:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = base.replace("/postgres?", "/bench?")
         backend = PostgresBackend(url)
         now = datetime(2026, 1, 1, tzinfo=timezone.utc)
         started = time.perf_counter()
@@ -500,12 +504,9 @@ def hnsw_builds(size: int, users: int, real: int, batch: int, variants: list[str
     print(f"\n== HNSW builds, {size:,} memories, {users} users, {workers} parallel workers ==", flush=True)
     rows, vectors, qtable, questions = make_data(size, users, real)
     work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
-    server, base = start_server(work / "pg")
+    server, url = bench_database(work / "pg")
     lines = ["| index | build (s) | recall@10 | all-user query p50 (ms) |", "|---|---:|---:|---:|"]
     try:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = base.replace("/postgres?", "/bench?")
         backend = PostgresBackend(url)
         now = datetime(2026, 1, 1, tzinfo=timezone.utc)
         prepared = Prepared(rows, vectors, batch)

@@ -395,6 +395,18 @@ def _new_record(memory_id: str, user: str, vector: np.ndarray, *, model: str = "
     return NewRecord(rec, vector, content_hash(rec.content), None, tuple(terms(rec.content)))
 
 
+def _cached_scope(backend: Any) -> tuple[SearchRequest, tuple[str, str, str], np.ndarray, Any]:
+    """900 rows in three users, and the process's copy of u1's vectors: the request that made it,
+    its key, the direction of its query (as a unit vector) and the copy."""
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    backend.import_rows("default", _rows(900), [], now)
+    q = np.random.default_rng(5).normal(size=16).astype(np.float32)
+    req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
+    key = ("default", "u1", "bulk")
+    backend.search(req)
+    return req, key, q / np.linalg.norm(q), _wait_cached(backend, key, 16)
+
+
 def test_a_save_in_this_process_brings_its_copy_of_the_scope_up_to_date(pg_url: str) -> None:
     """An agent that saves and then recalls keeps recalling from the copy: the insert holds the
     scope's stamp, so the copy as of the stamp before it plus the insert's rows is the scope after it."""
@@ -403,19 +415,13 @@ def test_a_save_in_this_process_brings_its_copy_of_the_scope_up_to_date(pg_url: 
     backend = PostgresBackend(pg_url)
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
     try:
-        backend.import_rows("default", _rows(900), [], now)
-        q = np.random.default_rng(5).normal(size=16).astype(np.float32)
-        target = q / np.linalg.norm(q)
-        req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
-        key = ("default", "u1", "bulk")
-        backend.search(req)
-        copy = _wait_cached(backend, key, 16)
-        # One batch: the closest memory yet, an archived one, one of another user and a duplicate.
+        req, key, target, copy = _cached_scope(backend)
+        # One batch: two memories closer than any, an archived one, and one of another user.
         backend.insert([_new_record("near", "u1", target), _new_record("gone", "u1", target, status="archived"),
                         _new_record("theirs", "u2", target), _new_record("near-again", "u1", target)], now)
         grown = backend.vector_cache.get(key)
         assert grown is not None and grown is not copy and grown.stamp != copy.stamp
-        assert len(grown.ids) == len(copy.ids) + 2  # "near" and "near-again" (another memory_id, same content)
+        assert len(grown.ids) == len(copy.ids) + 2  # "near" and "near-again": u1's active rows
         assert len(copy.ids) == 300  # the copy a search may still be reading is unchanged
         found = backend.search(req)
         assert backend.vector_cache.get(key) is grown  # answered from the copy, not found stale
@@ -434,13 +440,7 @@ def test_a_copy_does_not_catch_up_past_a_write_of_another_instance(pg_url: str) 
     backend, other = PostgresBackend(pg_url), PostgresBackend(pg_url + "&vector_cache_mb=0")
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
     try:
-        backend.import_rows("default", _rows(900), [], now)
-        q = np.random.default_rng(5).normal(size=16).astype(np.float32)
-        target = q / np.linalg.norm(q)
-        req = SearchRequest("default", "u1", None, None, None, q, "bulk", (), now, 10)
-        key = ("default", "u1", "bulk")
-        backend.search(req)
-        copy = _wait_cached(backend, key, 16)
+        req, key, target, copy = _cached_scope(backend)
         other.insert([_new_record("elsewhere", "u1", target)], now)
         backend.insert([_new_record("here", "u1", -target)], now)
         assert backend.vector_cache.get(key) is copy  # not grown: its stamp was not the one before the insert

@@ -1292,18 +1292,22 @@ class VectorCache:
             self.loading.add(key)
             return True
 
-    def held_scopes(self, items: Sequence[NewRecord]) -> frozenset[tuple[str, str]]:
-        """The (namespace, user) of `items` this process holds a copy of."""
+    def writes_for(self, items: Sequence[NewRecord]) -> ScopeWrites | None:
+        """What an insert of `items` should note for `catch_up`: the (namespace, user) scopes of
+        theirs this process holds a copy of (None: none)."""
         with self.lock:
             held = {key[:2] for key in self.entries}
-        return frozenset(scope for i in items if (scope := (i.record.namespace, i.record.user_id or "")) in held
-                         and i.record.user_id is not None)
+        scopes = frozenset(scope for i in items if (scope := (i.record.namespace, i.record.user_id or "")) in held
+                           and i.record.user_id is not None)
+        return ScopeWrites(scopes) if scopes else None
 
-    def catch_up(self, writes: ScopeWrites) -> None:
+    def catch_up(self, writes: ScopeWrites | None) -> None:
         """Bring the copies of the scopes an insert of this process held (`ScopeWrites`) up to
         it: a copy as of the stamp before the insert, whose stamp no one else could move while
         the insert held it, is that copy plus the insert's rows. Any other copy is left to the
         next search, which finds it stale."""
+        if writes is None:
+            return
         with self.lock:
             for key in [k for k in self.entries if k[:2] in writes.before]:
                 entry, scope = self.entries[key], key[:2]
@@ -1794,10 +1798,7 @@ class PostgresBackend(Backend):
 
     # records
     def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        scopes = self.vector_cache.held_scopes(items)
-        if not scopes:
-            return self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
-        held = ScopeWrites(scopes)
+        held = self.vector_cache.writes_for(items)
         results = self._call(self.plans.insert, items, now, held)
         self.vector_cache.catch_up(held)
         return results  # type: ignore[no-any-return]

@@ -26,7 +26,6 @@ from ._postgres import (
     DEFAULT_VECTOR_CACHE_MB,
     PgPlan,
     Plans,
-    ScopeWrites,
     TermStatistics,
     VectorCache,
     _hash64,
@@ -143,10 +142,7 @@ class AsyncPostgresBackend:
 
     # records
     async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        scopes = self.vector_cache.held_scopes(items)
-        if not scopes:
-            return await self._call(self.plans.insert, items, now)  # type: ignore[no-any-return]
-        held = ScopeWrites(scopes)
+        held = self.vector_cache.writes_for(items)
         results = await self._call(self.plans.insert, items, now, held)
         self.vector_cache.catch_up(held)
         return results  # type: ignore[no-any-return]

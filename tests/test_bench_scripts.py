@@ -102,5 +102,9 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
         else:
             assert store.name in rows, out
             assert rows[store.name]["recall_p50"] > 0 and rows[store.name]["n_recalls"] >= 5
+            found = rows[store.name]["exact_found"]
+            assert found is None if not store.searches else 0.0 <= found <= 1.0
     assert "polymem, embedded (SQLite file)" in out and "Targets for polymem (SQLite) at 200" in out
+    assert rows["numpy"]["exact_found"] == 1.0
+    assert rows["polymem-sqlite"]["exact_found"] == 1.0  # its vector search is exact
     assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)

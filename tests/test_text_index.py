@@ -118,3 +118,16 @@ def test_without_a_vector_search_the_rarest_of_only_common_terms_is_searched() -
 
     docs = {"tea": MAX_TERM_DOCS + 10, "green": MAX_TERM_DOCS + 1}
     assert selective_terms(["tea", "green", "tea"], docs, 1_000_000, with_vector=False) == ["green"]
+
+
+def test_a_match_ranked_below_hundreds_of_filtered_out_matches_is_still_found(tmp_path: Path) -> None:
+    from polymem import MemoryDraft
+    from polymem._engine import CANDIDATES
+
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None) as mem:
+        mem.save_many([MemoryDraft(f"Kyoto, Kyoto {n}", category="travel") for n in range(2 * CANDIDATES + 50)],
+                      user_id="u")
+        work = mem.save("The quarterly report mentions the Kyoto office once, among many other things",
+                        user_id="u", category="work")
+        hits = mem.recall("Kyoto", user_id="u", category="work")
+    assert [hit.memory.memory_id for hit in hits] == [work.memory_id]

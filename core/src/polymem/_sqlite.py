@@ -820,8 +820,11 @@ class SQLiteBackend(Backend):
             # and its token matches every row: ANDing it reads its whole posting list (100k rows:
             # 3.2 ms even for a term in one row), while `where` keeps the scope all the same.
             quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
-            rows = conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank {matches} ORDER BY rank LIMIT ?",
-                                (f"body : ({quoted})", *params, now_us, request.limit)).fetchall()
+            match = f"body : ({quoted})"
+            rows = self._best_matches_first(conn, match, where, params, now_us, request.limit)
+            if rows is None:
+                rows = conn.execute(f"SELECT f.rowid, bm25(memory_fts, 0.0, 1.0) AS rank {matches} "
+                                    "ORDER BY rank LIMIT ?", (match, *params, now_us, request.limit)).fetchall()
             best_rank = min((r[1] for r in rows), default=0.0)
             return {int(r[0]): (float(r[1]) / best_rank if best_rank < 0 else 1.0) for r in rows}
         scores: dict[int, float] = {}
@@ -842,6 +845,27 @@ class SQLiteBackend(Backend):
         top = heapq.nlargest(request.limit, scores.items(), key=lambda item: item[1])
         best = top[0][1]
         return {int(rowid): (score / best if best > 0 else 1.0) for rowid, score in top}
+
+    @staticmethod
+    def _best_matches_first(conn: sqlite3.Connection, match: str, where: str, params: Sequence[Any], now_us: int,
+                            limit: int) -> builtins.list[tuple[int, float]] | None:
+        """The best `limit` matches that pass the filters, from FTS5's best 2 x `limit` matches
+        alone; None when fewer pass and more matches exist (the caller then filters them all).
+
+        Filtering each match before ranking reads every matching row of `memories` (10k rows, query
+        terms in 5-12% of them: 1.8 ms of which ~0.6 went to those reads)."""
+        # The body-only match makes FTS5's default rank, bm25() with weight 1 on the scope column
+        # too, equal to bm25(memory_fts, 0.0, 1.0): the scope column holds no matched instance.
+        window = conn.execute(
+            "SELECT t.rowid, t.rank, m.rowid IS NOT NULL AND "
+            f"{where} AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > ?) "
+            "FROM (SELECT rowid, rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) t "
+            "LEFT JOIN memories m ON m.rowid = t.rowid ORDER BY t.rank",
+            (*params, now_us, match, 2 * limit)).fetchall()
+        kept = [(int(rowid), float(rank)) for rowid, rank, passes in window if passes]
+        if len(kept) < limit and len(window) == 2 * limit:
+            return None
+        return kept[:limit]
 
     def _fts_row_count(self, conn: sqlite3.Connection) -> int:
         """Rows in the full-text index, as FTS5's own BM25 counts them (its averages record)."""

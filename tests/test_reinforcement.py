@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import polymem
 from polymem.testing import FakeClock
 
@@ -26,3 +28,36 @@ def test_flush_makes_pending_reinforcement_visible_at_once(tmp_path: Path) -> No
         mem.flush()
         stored = mem.get(record.memory_id)
         assert stored is not None and stored.access_count == 1 and stored.last_accessed_at is not None
+
+
+# -- the background writer both backends share (`Bookkeeping`) ---------------------------------
+def test_bonuses_queued_in_quick_succession_are_written_in_one_batch() -> None:
+    from polymem._backend import Bookkeeping
+
+    batches: list[list[int]] = []
+    book = Bookkeeping(batches.append, "test-bookkeeping")
+    for n in range(20):
+        book.put(n)
+    book.close()
+    assert [n for batch in batches for n in batch] == list(range(20))
+    assert len(batches) <= 2  # the first may be taken before the rest arrive, never one write each
+
+
+def test_a_write_that_fails_loses_its_batch_but_not_the_worker(caplog: pytest.LogCaptureFixture) -> None:
+    from polymem._backend import Bookkeeping
+
+    written: list[int] = []
+
+    def write(batch: list[int]) -> None:
+        if 0 in batch:
+            raise RuntimeError("database went away")
+        written.extend(batch)
+
+    book = Bookkeeping(write, "test-bookkeeping")
+    book.put(0)
+    book.flush()
+    book.put(1)
+    book.flush()
+    assert written == [1]
+    assert "1 recall bonuses could not be written" in caplog.text
+    book.close()

@@ -42,7 +42,6 @@ import builtins
 import functools
 import hashlib
 import json
-import queue
 import struct
 import threading
 import time
@@ -56,7 +55,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ._backend import COMMON_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
+from ._backend import COMMON_TERM_DOCS, Backend, Bookkeeping, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import (
     InvalidFilterError,
     LockTimeoutError,
@@ -1773,11 +1772,7 @@ class PostgresBackend(Backend):
         self._fan: Any = None  # threads running the second statement of a search
         self._load: Any = None  # the thread copying a scope's vectors into `vector_cache`
         self._fan_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[str, builtins.list[tuple[str, float]], datetime] | None] = queue.Queue()
-        self._pending = 0
-        self._pending_cv = threading.Condition()
-        self._worker = threading.Thread(target=self._bookkeeping, name="polymem-pg-bookkeeping", daemon=True)
-        self._worker.start()
+        self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-pg-bookkeeping")
 
     def _call(self, plan: Callable[..., PgPlan], *args: Any) -> Any:
         """Run a plan in one transaction; a serialization failure or deadlock reruns it."""
@@ -1885,39 +1880,14 @@ class PostgresBackend(Backend):
 
     # bookkeeping
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
-        if not bonuses:
-            return
-        with self._pending_cv:
-            self._pending += 1
-        self._queue.put((namespace, list(bonuses), now))
+        if bonuses:
+            self._bookkeeping.put((namespace, list(bonuses), now))
 
-    def _bookkeeping(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            while True:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                batch.append(more)
-            try:
-                self._call(self.plans.reinforce_batch, batch)
-            except Exception:  # noqa: BLE001 - bookkeeping must never kill the worker
-                pass
-            finally:
-                with self._pending_cv:
-                    self._pending -= len(batch)
-                    self._pending_cv.notify_all()
+    def _write_bonuses(self, batch: Sequence[tuple[str, Sequence[tuple[str, float]], datetime]]) -> None:
+        self._call(self.plans.reinforce_batch, batch)
 
     def flush(self) -> None:
-        with self._pending_cv:
-            self._pending_cv.wait_for(lambda: self._pending == 0, timeout=60)
+        self._bookkeeping.flush()
 
     # bulk
     def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
@@ -2070,9 +2040,7 @@ class PostgresBackend(Backend):
     def close(self) -> None:
         if self._closed:
             return
-        self.flush()
-        self._queue.put(None)
-        self._worker.join(timeout=10)
+        self._bookkeeping.close()
         self._closed = True
         for executor in (self._fan, self._load):
             if executor is not None:

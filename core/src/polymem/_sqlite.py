@@ -15,7 +15,6 @@ import hashlib
 import heapq
 import json
 import math
-import queue
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,7 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import COMMON_TERM_DOCS, Backend, Candidate, NewRecord, SearchRequest, selective_terms
+from ._backend import (
+    COMMON_TERM_DOCS,
+    Backend,
+    Bookkeeping,
+    Candidate,
+    NewRecord,
+    SearchRequest,
+    selective_terms,
+)
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -114,9 +121,6 @@ MIGRATIONS: builtins.list[str] = [
     DELETE FROM meta WHERE key = 'analyzer';
     """,
 ]
-
-# Reinforcements arriving within this long of each other are written in one transaction.
-REINFORCE_WINDOW_S = 0.1
 
 # The WAL is copied back into the database file off the write path after this many commits or
 # changed rows (SQLite's own automatic checkpoint runs inside the commit that crosses 1,000
@@ -411,12 +415,7 @@ class SQLiteBackend(Backend):
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
-        self._queue: queue.Queue[tuple[str, list[tuple[str, float]], int] | None] = queue.Queue()
-        self._pending = 0
-        self._pending_cv = threading.Condition()
-        self._flush_requested = threading.Event()
-        self._worker = threading.Thread(target=self._bookkeeping, name="polymem-bookkeeping", daemon=True)
-        self._worker.start()
+        self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
     # -- plumbing -----------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -893,50 +892,20 @@ class SQLiteBackend(Backend):
 
     # -- bookkeeping --------------------------------------------------------------------------
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
-        if not bonuses:
-            return
-        with self._pending_cv:
-            self._pending += 1
-        self._queue.put((namespace, list(bonuses), to_micros(now)))
+        if bonuses:
+            self._bookkeeping.put((namespace, list(bonuses), to_micros(now)))
 
-    def _bookkeeping(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            # Gather the reinforcements of recalls made in quick succession into one write:
-            # a transaction per recall cost a busy agent ~4 ms of every recall.
-            self._flush_requested.wait(REINFORCE_WINDOW_S)
-            self._flush_requested.clear()
-            batch = [item]
-            while True:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                batch.append(more)
-            try:
-                with self._write() as conn:
-                    for namespace, bonuses, now_us in batch:
-                        conn.executemany(
-                            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                            "importance = MIN(1.0, importance + ?) WHERE +namespace = ? AND memory_id = ?",
-                            [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
-                        )
-            except StoreClosedError:
-                pass
-            finally:
-                with self._pending_cv:
-                    self._pending -= len(batch)
-                    self._pending_cv.notify_all()
+    def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
+        with self._write() as conn:
+            for namespace, bonuses, now_us in batch:
+                conn.executemany(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
+                    "importance = MIN(1.0, importance + ?) WHERE +namespace = ? AND memory_id = ?",
+                    [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
+                )
 
     def flush(self) -> None:
-        self._flush_requested.set()
-        with self._pending_cv:
-            self._pending_cv.wait_for(lambda: self._pending == 0, timeout=60)
+        self._bookkeeping.flush()
 
     # -- bulk ---------------------------------------------------------------------------------
     def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
@@ -1173,9 +1142,7 @@ class SQLiteBackend(Backend):
     def close(self) -> None:
         if self._closed:
             return
-        self.flush()
-        self._queue.put(None)
-        self._worker.join(timeout=10)
+        self._bookkeeping.close()
         if self._checkpointer is not None:
             self._checkpoint_stop = True
             self._checkpoint_due.set()

@@ -13,7 +13,7 @@ Each store runs in its own process (for an honest peak memory) and is timed afte
 - `save p50/p99`: one more memory, as an agent adds it (persisted where the store persists);
 - `recall p50/p99`: top-10 for one query vector; for chat histories, which cannot search,
   the only read they have: the whole history (marked);
-- `recall/s`: sequential recalls per second (1 / mean);
+- `save/s`, `recall/s`: sequential saves and recalls per second (1 / mean);
 - `exact top-10 found`: how many of the exact 10 nearest memories (numpy over every vector the
   store holds) the store's own vector search returns, on average over the first queries; the
   speed of an approximate index (HNSW) is bought with what it misses;
@@ -579,7 +579,7 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
         store = cls(folder, lookup)
         load_s = timed(lambda: store.load(texts, vectors))
         store.warm(qtexts[0], qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
-        save_passes, recall_passes, rates, saved = [], [], [], []
+        save_passes, recall_passes, save_rates, rates, saved = [], [], [], [], []
         for r in range(repeats):
             lat: list[float] = []
             start = time.perf_counter()
@@ -589,6 +589,7 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
                 if time.perf_counter() - start > budget_s and len(lat) >= 5:
                     break
             save_passes.append(lat)
+            save_rates.append(len(lat) / sum(lat))
             lat = []
             start = time.perf_counter()
             for i in range(queries):
@@ -604,6 +605,7 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
         disk = store.disk_mb()
         return {"store": store_name, "size": size, "note": cls.note, "load_per_s": size / load_s,
                 "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
+                "save_per_s": float(np.median(save_rates)),
                 "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
                 "recall_per_s": float(np.median(rates)), "peak_mb": peak, "disk_mb": disk,
                 "n_recalls": sum(len(p) for p in recall_passes), "n_saves": sum(len(p) for p in save_passes),
@@ -710,15 +712,16 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
     for size in sorted({r["size"] for r in rows}):
         ref = next((r for r in rows if r["size"] == size and r["store"] == "polymem-sqlite"), None)
         out += [f"**{size:,} memories**\n",
-                "| store | persists | load/s | save p50 ms | save p99 ms | recall p50 ms | recall p99 ms | recall/s "
+                "| store | persists | load/s | save p50 ms | save p99 ms | save/s | recall p50 ms | recall p99 ms | recall/s "
                 "| exact top-10 found | peak MB | disk MB | recall p50 vs polymem |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sorted((r for r in rows if r["size"] == size), key=lambda r: r["recall_p50"]):
             cls = BY_NAME[r["store"]]
             label = cls.label + ("" if cls.searches else " — *no search: reads the whole history*")
             ratio = f"{r['recall_p50'] / ref['recall_p50']:.2f}×" if ref else "–"
             out.append(f"| {label} | {'yes' if cls.persists else 'no'} | {r['load_per_s']:,.0f} | "
-                       f"{r['save_p50']:.2f} | {r['save_p99']:.2f} | {r['recall_p50']:.2f} | {r['recall_p99']:.2f} | "
+                       f"{r['save_p50']:.2f} | {r['save_p99']:.2f} | {r['save_per_s']:,.0f} | {r['recall_p50']:.2f} | "
+                       f"{r['recall_p99']:.2f} | "
                        f"{r['recall_per_s']:,.0f} | {found_share(r)} | {r['peak_mb']:.0f} | {r['disk_mb']:.1f} | "
                        f"{ratio} |")
         out.append("")

@@ -102,6 +102,7 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
         else:
             assert store.name in rows, out
             assert rows[store.name]["recall_p50"] > 0 and rows[store.name]["n_recalls"] >= 5
+            assert rows[store.name]["save_per_s"] > 0
             found = rows[store.name]["exact_found"]
             assert found is None if not store.searches else 0.0 <= found <= 1.0
     assert "polymem, embedded (SQLite file)" in out and "Targets for polymem (SQLite) at 200" in out

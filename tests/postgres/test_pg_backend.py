@@ -813,6 +813,54 @@ def test_a_bulk_import_leaves_the_full_text_index_taking_each_write_at_once(pg_u
         backend.close()
 
 
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_bonuses_of_recalls_in_quick_succession_are_written_together_and_each_counted(pg_url: str, driver: str) -> None:
+    import asyncio
+
+    from polymem._postgres import PostgresBackend
+    from polymem._postgres_async import AsyncPostgresBackend
+
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    writes: list[int] = []
+
+    def counting(plans: Any) -> None:
+        write = plans.reinforce_batch
+
+        def reinforce_batch(batch: Any) -> Any:
+            writes.append(len(batch))
+            return write(batch)
+
+        plans.reinforce_batch = reinforce_batch
+
+    async def run_async() -> list[polymem.MemoryRecord]:
+        backend = AsyncPostgresBackend(pg_url)
+        try:
+            await backend.import_rows("default", _rows(3), [], now)
+            counting(backend.plans)
+            for _ in range(20):
+                await backend.reinforce("default", [("b-0", 0.01), ("b-1", 0.01)], now)
+            await backend.aflush()
+            return await backend.get("default", ["b-0", "b-1"])
+        finally:
+            await backend.aclose()
+
+    def run_sync() -> list[polymem.MemoryRecord]:
+        backend = PostgresBackend(pg_url)
+        try:
+            backend.import_rows("default", _rows(3), [], now)
+            counting(backend.plans)
+            for _ in range(20):
+                backend.reinforce("default", [("b-0", 0.01), ("b-1", 0.01)], now)
+            backend.flush()
+            return backend.get("default", ["b-0", "b-1"])
+        finally:
+            backend.close()
+
+    records = asyncio.run(run_async()) if driver == "async" else run_sync()
+    assert sorted(r.access_count for r in records) == [20, 20]
+    assert sum(writes) == 20 and len(writes) <= 2  # not one transaction per recall
+
+
 def test_recall_bookkeeping_updates_rows_in_place(pg_url: str) -> None:
     """Reinforcement touches no indexed column and pages keep 20% free: the row version stays
     on its page (a HOT update), so no index (HNSW, GIN) is written on the read path's behalf."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Backend, Candidate, NewRecord, SearchRequest
+from ._backend import REINFORCE_WINDOW_S, Backend, Candidate, NewRecord, SearchRequest, log
 from ._errors import LockTimeoutError, PolymemError, StoreClosedError, missing_extra
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._postgres import (
@@ -84,6 +84,9 @@ class AsyncPostgresBackend:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._bonuses: builtins.list[tuple[str, builtins.list[tuple[str, float]], datetime]] = []
+        self._bonus_writer: asyncio.Task[None] | None = None
+        self._flush_requested: asyncio.Event | None = None  # the writer's: write now, do not wait
         self._closed = False
 
     async def _open(self) -> Any:
@@ -206,17 +209,38 @@ class AsyncPostgresBackend:
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return await self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]
 
-    # bookkeeping: reinforcement runs as a task on the loop, off the read path
+    # bookkeeping: recall bonuses are written by a task on the loop, off the read path; those of
+    # recalls within REINFORCE_WINDOW_S of each other in one transaction (as `Bookkeeping` does)
     async def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
         if not bonuses:
             return
-        task = asyncio.get_running_loop().create_task(
-            self._call(self.plans.reinforce_batch, [(namespace, builtins.list(bonuses), now)]))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._bonuses.append((namespace, builtins.list(bonuses), now))
+        if self._bonus_writer is None or self._bonus_writer.done():
+            self._flush_requested = asyncio.Event()
+            task = self._bonus_writer = asyncio.get_running_loop().create_task(
+                self._write_bonuses(self._flush_requested))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _write_bonuses(self, flush_requested: asyncio.Event) -> None:
+        while self._bonuses:
+            try:
+                await asyncio.wait_for(flush_requested.wait(), REINFORCE_WINDOW_S)
+            except TimeoutError:
+                pass
+            flush_requested.clear()
+            batch, self._bonuses = self._bonuses, []
+            try:
+                await self._call(self.plans.reinforce_batch, batch)
+            except StoreClosedError:
+                pass
+            except Exception:  # bookkeeping must never fail a recall: these bonuses are lost, no more
+                log.warning("polymem: %d recall bonuses could not be written", len(batch), exc_info=True)
 
     async def aflush(self) -> None:
-        """Wait for pending reinforcement tasks."""
+        """Write the pending recall bonuses now and wait for every background task."""
+        if self._flush_requested is not None:
+            self._flush_requested.set()
         while self._tasks:
             await asyncio.gather(*builtins.list(self._tasks), return_exceptions=True)
 

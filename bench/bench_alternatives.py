@@ -153,7 +153,8 @@ class Store:
         raise NotImplementedError
 
     def recall(self, text: str, vector: np.ndarray) -> int:
-        raise NotImplementedError
+        """A recall as a user of the store makes one; by default its vector search."""
+        return len(self.nearest(text, vector))
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         """The texts of the top-10 by the store's own vector search (stores that search)."""
@@ -179,9 +180,6 @@ class NumpyFloor(Store):
     def save(self, text: str, vector: np.ndarray) -> None:
         self.matrix = np.vstack([self.matrix, vector[None, :]])  # what an append costs a plain matrix
         self.texts.append(text)
-
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.nearest(text, vector))
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         sims = self.matrix @ vector
@@ -293,9 +291,6 @@ class ChromaDirect(Store):
         self.col.add(ids=[str(self.n)], documents=[text], embeddings=vector[None, :])
         self.n += 1
 
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.col.query(query_embeddings=vector[None, :], n_results=K)["ids"][0])
-
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         return list(self.col.query(query_embeddings=vector[None, :], n_results=K)["documents"][0])
 
@@ -343,9 +338,6 @@ class AutogenChroma(Store):
 
     def save(self, text: str, vector: np.ndarray) -> None:
         self.loop.run_until_complete(self.memory.add(self.content(text)))
-
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.loop.run_until_complete(self.memory.query(text)).results)
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         return [str(r.content) for r in self.loop.run_until_complete(self.memory.query(text)).results]
@@ -397,9 +389,6 @@ class Mem0(Store):
     def save(self, text: str, vector: np.ndarray) -> None:
         self.memory.add(text, user_id="u0", infer=False)
 
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.memory.search(text, filters={"user_id": "u0"}, limit=K)["results"])
-
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         return [r["memory"] for r in self.memory.search(text, filters={"user_id": "u0"}, limit=K)["results"]]
 
@@ -425,9 +414,6 @@ class SKVolatile(Store):
     def save(self, text: str, vector: np.ndarray) -> None:
         self.loop.run_until_complete(self.store.upsert("memories", self.record(self.n, text, vector)))
         self.n += 1
-
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.loop.run_until_complete(self.store.get_nearest_matches("memories", vector, K)))
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         matches = self.loop.run_until_complete(self.store.get_nearest_matches("memories", vector, K))
@@ -456,9 +442,6 @@ class LCInMemoryVectorStore(Store):
 
     def save(self, text: str, vector: np.ndarray) -> None:
         self.store.add_texts([text])
-
-    def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.nearest(text, vector))
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         return [d.page_content for d in self.store.similarity_search_by_vector(vector.tolist(), k=K)]

@@ -128,13 +128,32 @@ def test_default_embedder_is_loaded_once_per_process() -> None:
     assert polymem.default_embedder() is polymem.default_embedder()
 
 
-def test_http_urls_open_the_service_client() -> None:
-    from polymem.client import AsyncHttpMemory, HttpMemory
+def test_every_url_opens_the_same_store_class() -> None:
+    from polymem._http import HttpTransport
+    from polymem._local import LocalTransport
 
     remote = polymem.open("http://127.0.0.1:9/", token="t", namespace="team")
-    assert isinstance(remote, HttpMemory)
+    local = polymem.open("memory://", embedder=None)
+    assert type(remote) is type(local) is polymem.Memory
+    assert isinstance(remote.transport, HttpTransport) and isinstance(local.transport, LocalTransport)
     remote.close()
-    assert isinstance(polymem.open_async("http://127.0.0.1:9/", token="t"), AsyncHttpMemory)
+    local.close()
+
+
+def test_every_url_opens_the_same_async_store_class() -> None:
+    remote = polymem.open_async("http://127.0.0.1:9/", token="t")
+    assert type(remote) is polymem.AsyncMemory
+    assert type(remote.to_sync()) is polymem.Memory
+
+
+def test_the_old_client_names_still_work_with_a_deprecation_warning() -> None:
+    from polymem.client import HttpMemory, open_http
+
+    with pytest.warns(DeprecationWarning, match="polymem.open"):
+        old = HttpMemory("http://127.0.0.1:9/", "t")
+    with pytest.warns(DeprecationWarning):
+        opened = open_http("http://127.0.0.1:9/", "t")
+    assert isinstance(old, polymem.Memory) and isinstance(opened, polymem.Memory)
 
 
 def test_memory_ids_are_distinct_uuid4_strings() -> None:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest
 from ._embedders import as_matrix
 from ._errors import (
@@ -33,7 +34,9 @@ from ._models import (
     MemoryDraft,
     MemoryRecord,
     Message,
+    NearestResult,
     RecallHit,
+    RecallResult,
     SessionInfo,
     ToolCall,
     check_metadata,
@@ -56,7 +59,7 @@ class Op:
     func: Callable[..., Any] | None = None
 
 
-Plan = Generator[Op, Any, Any]
+Plan = _plan.Plan[Op, Any]
 
 
 def _backend(name: str, *args: Any, **kwargs: Any) -> Op:
@@ -296,7 +299,7 @@ class Engine:
         if self.scoring.reinforce and hits:
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
-        return hits
+        return RecallResult(hits)
 
     def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
                 top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
@@ -315,7 +318,7 @@ class Engine:
         candidates.sort(key=lambda c: -(c.similarity or 0.0))
         candidates = candidates[:top_k]
         records = {r.memory_id: r for r in (yield _backend("get", self.namespace, [c.id for c in candidates]))}
-        return [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
+        return NearestResult((records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records)
 
     def vectors(self, memory_ids: Sequence[str]) -> Plan:
         if self.embedder is None:

@@ -15,7 +15,8 @@ PolymemError
 ├── SnapshotError
 ├── StoreClosedError
 ├── PermissionDeniedError
-└── MissingDependencyError (ImportError)
+├── MissingDependencyError (ImportError)
+└── NotSupportedError (NotImplementedError)
 ```
 Every edge (CLI, service, client) translates to and from these types, so an
 embedded store and a remote one raise alike.
@@ -128,3 +129,9 @@ def missing_extra(module: str, extra: str, package: str = "polymem") -> MissingD
     return MissingDependencyError(
         f"{module!r} is not installed. Install it with `pip install {package}[{extra}]`."
     )
+
+
+class NotSupportedError(PolymemError, NotImplementedError):
+    """The operation needs what this store does not have (e.g. the service's registry of blocked sources)."""
+
+    code = "not_supported"

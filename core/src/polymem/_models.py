@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -122,6 +123,31 @@ class RecallHit:
             live_score=self.live_score,
         )
         return data
+
+
+def _nothing_withheld() -> dict[str, Any]:
+    return {"count": 0, "by_reason": {}, "memories": []}
+
+
+class RecallResult(list[RecallHit]):
+    """The recalled hits (a list, best first) plus `withheld`: what the service's read guard kept back and why."""
+
+    withheld: dict[str, Any]
+
+    def __init__(self, hits: Iterable[RecallHit] = (), withheld: dict[str, Any] | None = None) -> None:
+        super().__init__(hits)
+        self.withheld = withheld if withheld is not None else _nothing_withheld()
+
+
+class NearestResult(list[tuple[MemoryRecord, float]]):
+    """Nearest neighbours as (record, cosine) pairs, best first, plus what the read guard kept back."""
+
+    withheld: dict[str, Any]
+
+    def __init__(self, pairs: Iterable[tuple[MemoryRecord, float]] = (),
+                 withheld: dict[str, Any] | None = None) -> None:
+        super().__init__(pairs)
+        self.withheld = withheld if withheld is not None else _nothing_withheld()
 
 
 @dataclass(frozen=True)

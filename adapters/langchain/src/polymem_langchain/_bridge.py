@@ -31,18 +31,10 @@ def _is_store(value: Any) -> bool:
 
 def _sync_twin(store: Any) -> Any:
     """A synchronous store on the same data as async `store`, or None when there is none."""
-    if isinstance(store, polymem.AsyncMemory):
-        if inspect.iscoroutinefunction(getattr(store.backend, "session_messages", None)):
-            return None  # a natively async backend cannot be driven synchronously
-        return polymem.Memory(store.backend, store.engine)
     try:
-        from polymem.client import AsyncHttpMemory, HttpMemory
-    except ImportError:  # pragma: no cover - polymem without the client's httpx
+        return store.to_sync()
+    except polymem.PolymemError:  # e.g. an HTTP client on a custom async transport
         return None
-    if isinstance(store, AsyncHttpMemory) and not getattr(store, "_custom_transport", False):
-        # core request: a public way to get this twin (AsyncHttpMemory.to_sync()).
-        return HttpMemory(store._url, store._token, namespace=store._namespace)
-    return None
 
 
 class Bridge:

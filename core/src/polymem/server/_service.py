@@ -22,20 +22,22 @@ import tempfile
 import uuid
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 from .. import _memory
+from .. import operations as ops
 from .._errors import InvalidFilterError, InvalidInput, NotFoundError, PermissionDeniedError
-from .._memory import AsyncMemory, AsyncSession
-from .._models import ConsolidationReport, ImportReport, MemoryRecord, Message, RecallHit, SessionInfo
+from .._memory import AsyncMemory
+from .._models import ConsolidationReport, ImportReport, MemoryRecord, NearestResult, RecallResult, SessionInfo
+from ..operations import Operation
 from ._audit import AuditLog
 from ._auth import AuthStore, Database, Grant, Principal, auth_db_for
 from ._errors import ContentRejectedError, ServiceUnavailableError, SourceBlockedError
 from ._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
 
 T = TypeVar("T")
+R = TypeVar("R")
 ANONYMOUS = "anonymous"
 
 
@@ -67,11 +69,6 @@ class Withheld:
                 counts[key] = counts.get(key, 0) + 1
         return {"count": len(self.memory_ids), "by_reason": counts,
                 "memories": [{"memory_id": m, "reasons": self.reasons[m]} for m in self.memory_ids]}
-
-
-async def _drive(store: AsyncMemory, plan: Any) -> Any:
-    # Core request: a public `AsyncMemory.set_status()`; the engine's update plan already takes `status`.
-    return await store._run(plan)
 
 
 class Service:
@@ -214,7 +211,7 @@ class Service:
     async def _quarantine(self, store: AsyncMemory, rec: MemoryRecord) -> MemoryRecord:
         if rec.status != "active":
             return rec
-        return await _drive(store, store.engine.update(rec.memory_id, status="blocked"))  # type: ignore[no-any-return]
+        return await store.set_status(rec.memory_id, "blocked")
 
     async def _screen_saved(self, ctx: Context, records: Sequence[MemoryRecord], action_name: str) -> builtins.list[MemoryRecord]:
         """Apply the filter to records the core already wrote (ingest, session end)."""
@@ -238,54 +235,73 @@ class Service:
             kept.append(rec)
         return kept
 
+    # -- the operation table ------------------------------------------------------------------
+    async def execute(self, ctx: Context, op: Operation[R]) -> R:
+        """Run one operation of the table for a caller: its grant checked, filtered, guarded, audited."""
+        if isinstance(op, ops.SessionOperation):
+            return cast(R, await self.session_operation(ctx, op))
+        handler = getattr(self, op.name)
+        return cast(R, await handler(ctx, op))
+
     # -- long-term memory ---------------------------------------------------------------------
-    async def save(self, ctx: Context, content: Any, *, user_id: str | None, agent_id: str | None = None,
-                   session_id: str | None = None, category: str = "fact", source: str = "user_input",
-                   importance: float | None = None, entities: Sequence[str] | None = None,
-                   metadata: dict[str, Any] | None = None, expire_at: datetime | None = None,
-                   idempotency_key: str | None = None, vector: Sequence[float] | None = None) -> MemoryRecord:
+    async def save(self, ctx: Context, op: ops.Save) -> MemoryRecord:
         ctx.grant.require("write")
-        user_id, agent_id = self._write_user(ctx.grant, user_id), self._write_agent(ctx.grant, agent_id)
+        user_id, agent_id = self._write_user(ctx.grant, op.user_id), self._write_agent(ctx.grant, op.agent_id)
         store = self.store(ctx.namespace)
         blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
         try:
-            verdict, action = self._screen(content, source, blocked)
+            verdict, action = self._screen(op.content, op.source, blocked)
         except (ContentRejectedError, SourceBlockedError) as exc:
-            await self._audit(ctx, "refuse_write", content=content if isinstance(content, str) else None,
-                              detail={"why": exc.code, "source": source, "user_id": user_id})
+            await self._audit(ctx, "refuse_write", content=op.content if isinstance(op.content, str) else None,
+                              detail={"why": exc.code, "source": op.source, "user_id": user_id})
             raise
-        metadata = self._clean_metadata(ctx, metadata)
+        metadata = self._clean_metadata(ctx, op.metadata)
         if action is not None and verdict is not None:
             metadata = flag_metadata(metadata, verdict, action)
+        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id, "metadata": metadata})
 
         async def work() -> MemoryRecord:
-            rec = await store.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                   category=category, source=source, importance=importance, entities=entities,
-                                   metadata=metadata, expire_at=expire_at, idempotency_key=idempotency_key,
-                                   vector=vector)
+            rec = await store.execute(op)
             if not ctx.grant.covers_user(rec.user_id):  # an idempotency key of another user's memory
                 raise PermissionDeniedError("this idempotency key belongs to a memory outside your scope")
             if action == "quarantine":
                 rec = await self._quarantine(store, rec)
             await self._audit(ctx, "save", memory_id=rec.memory_id, content=rec.content,
-                              detail={"source": source, "flags": list(verdict.reasons), "action": action}
+                              detail={"source": op.source, "flags": list(verdict.reasons), "action": action}
                               if action and verdict else None)
             return rec
 
         return await self._shielded(work())
 
-    async def recall(self, ctx: Context, query: Any, *, user_id: str | None, agent_id: str | None = None,
-                     top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None,
-                     query_vector: Sequence[float] | None = None,
-                     min_relevance: float | None = None) -> tuple[builtins.list[RecallHit], Withheld]:
-        ctx.grant.require("read")
+    async def save_many(self, ctx: Context, op: ops.SaveMany) -> builtins.list[MemoryRecord]:
+        """Each memory passes the write filter and is audited as a save of its own."""
+        n = len(op.drafts)
+        if op.vectors is not None and len(op.vectors) != n:
+            raise InvalidInput("give one vector per memory")
+        if op.idempotency_keys is not None and len(op.idempotency_keys) != n:
+            raise InvalidInput("give one idempotency key (or None) per memory")
+        saved = []
+        for i, draft in enumerate(op.drafts):
+            saved.append(await self.save(ctx, ops.Save.bind(
+                draft.content, user_id=op.user_id, agent_id=op.agent_id, session_id=op.session_id,
+                category=draft.category, source=draft.source, importance=draft.importance,
+                entities=list(draft.entities), metadata=dict(draft.metadata),
+                idempotency_key=None if op.idempotency_keys is None else op.idempotency_keys[i],
+                vector=None if op.vectors is None else op.vectors[i])))
+        return saved
+
+    def _guarded_filter(self, ctx: Context, user_id: str | None, filter: dict[str, Any] | None,
+                        blocked: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
         user_id, filter = self._read_scope(ctx.grant, user_id, filter)
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
         if blocked and not (filter and "source" in filter):  # push the quarantine down into the search
             filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
-        hits = await self.store(ctx.namespace).recall(query, user_id=user_id, agent_id=agent_id, top_k=top_k,
-                                                       category=category, filter=filter,
-                                                       query_vector=query_vector, min_relevance=min_relevance)
+        return user_id, filter
+
+    async def recall(self, ctx: Context, op: ops.Recall) -> RecallResult:
+        ctx.grant.require("read")
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        hits = await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
         passed, withheld = [], Withheld([], {})
         for hit in hits:
             reasons = self.guard.reasons(hit.memory, blocked)
@@ -294,9 +310,9 @@ class Service:
                 withheld.reasons[hit.memory.memory_id] = reasons
             else:
                 passed.append(hit)
-        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=query,
+        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=op.query,
                           detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
-        return passed, withheld
+        return RecallResult(passed, withheld.to_dict())
 
     async def embed(self, ctx: Context, texts: Sequence[str]) -> tuple[str, builtins.list[builtins.list[float]]]:
         """The server's embeddings of `texts` (so clients can pass `query_vector`s of the right model)."""
@@ -307,17 +323,12 @@ class Service:
         vectors = await asyncio.to_thread(embedder.embed, list(texts))
         return embedder.model_id, [[float(x) for x in v] for v in vectors]
 
-    async def nearest(self, ctx: Context, vector: Sequence[float], *, user_id: str | None,
-                      agent_id: str | None = None, top_k: int = 10, category: str | None = None,
-                      filter: dict[str, Any] | None = None) -> tuple[builtins.list[tuple[MemoryRecord, float]], Withheld]:
+    async def nearest(self, ctx: Context, op: ops.Nearest) -> NearestResult:
         """Plain nearest neighbours, in the caller's scope and through the read guard."""
         ctx.grant.require("read")
-        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
         blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        if blocked and not (filter and "source" in filter):
-            filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
-        found = await self.store(ctx.namespace).nearest(vector, user_id=user_id, agent_id=agent_id, top_k=top_k,
-                                                        category=category, filter=filter)
+        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        found = await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
         passed, withheld = [], Withheld([], {})
         for rec, similarity in found:
             reasons = self.guard.reasons(rec, blocked)
@@ -328,89 +339,99 @@ class Service:
                 passed.append((rec, similarity))
         await self._audit(ctx, "nearest", refs=[r.memory_id for r, _ in passed],
                           detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
-        return passed, withheld
+        return NearestResult(passed, withheld.to_dict())
 
-    async def vectors(self, ctx: Context, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+    async def vectors(self, ctx: Context, op: ops.Vectors) -> dict[str, builtins.list[float]]:
         ctx.grant.require("read")
         store = self.store(ctx.namespace)
-        visible = [r.memory_id for r in await asyncio.gather(*(store.get(m) for m in memory_ids))
+        visible = [r.memory_id for r in await asyncio.gather(*(store.get(m) for m in op.memory_ids))
                    if r is not None and ctx.grant.covers_user(r.user_id)]
         found = await store.vectors(visible) if visible else {}
         return {k: [float(x) for x in v] for k, v in found.items()}
 
-    async def get(self, ctx: Context, memory_id: str) -> MemoryRecord | None:
+    async def get(self, ctx: Context, op: ops.Get) -> MemoryRecord | None:
         ctx.grant.require("read")
-        return await self._visible(ctx, memory_id)
+        return await self._visible(ctx, op.memory_id)
 
-    async def list(self, ctx: Context, *, user_id: str | None = None, agent_id: str | None = None,
-                   category: str | None = None, filter: dict[str, Any] | None = None, status: str | None = "active",
-                   limit: int = 100, offset: int = 0) -> builtins.list[MemoryRecord]:
+    async def list(self, ctx: Context, op: ops.ListMemories) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
-        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
-        return await self.store(ctx.namespace).list(user_id=user_id, agent_id=agent_id, category=category,
-                                                     filter=filter, status=status, limit=limit, offset=offset)
+        user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
+        return await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
 
-    async def update(self, ctx: Context, memory_id: str, *, content: str | None = None, category: str | None = None,
-                     importance: float | None = None, metadata: dict[str, Any] | None = None,
-                     expected_version: int | None = None, expire_at: datetime | None = None) -> MemoryRecord:
+    async def update(self, ctx: Context, op: ops.Update) -> MemoryRecord:
         ctx.grant.require("write")
-        current = await self._visible(ctx, memory_id)
+        current = await self._visible(ctx, op.memory_id)
         if current is None:
-            raise NotFoundError(f"no memory {memory_id!r}")
+            raise NotFoundError(f"no memory {op.memory_id!r}")
         store = self.store(ctx.namespace)
         blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        verdict, action = self._screen(content, current.source, blocked) if content is not None else (None, None)
+        verdict, action = self._screen(op.content, current.source, blocked) if op.content is not None else (None, None)
+        metadata = op.metadata
         if metadata is not None or action is not None:
             metadata = self._clean_metadata(ctx, metadata if metadata is not None else current.metadata,
                                             keep_from=current.metadata)
             if action is not None and verdict is not None:
                 metadata = flag_metadata(metadata, verdict, action)
+        op = op.model_copy(update={"metadata": metadata})
 
         async def work() -> MemoryRecord:
-            rec = await store.update(memory_id, content=content, category=category, importance=importance,
-                                     metadata=metadata, expected_version=expected_version, expire_at=expire_at)
+            rec = await store.execute(op)
             if action == "quarantine":
                 rec = await self._quarantine(store, rec)
-            await self._audit(ctx, "update", memory_id=memory_id, content=rec.content,
+            await self._audit(ctx, "update", memory_id=op.memory_id, content=rec.content,
                               detail={"version": rec.version, "flags": list(verdict.reasons) if action and verdict
                                       else None})
             return rec
 
         return await self._shielded(work())
 
-    async def delete(self, ctx: Context, memory_id: str) -> bool:
+    async def set_status(self, ctx: Context, op: ops.SetStatus) -> MemoryRecord:
+        ctx.grant.require_admin()
+        if await self._visible(ctx, op.memory_id) is None:
+            raise NotFoundError(f"no memory {op.memory_id!r}")
+        store = self.store(ctx.namespace)
+
+        async def work() -> MemoryRecord:
+            rec = await store.execute(op)
+            await self._audit(ctx, "set_status", memory_id=op.memory_id, content=rec.content,
+                              detail={"status": op.status, "version": rec.version})
+            return rec
+
+        return await self._shielded(work())
+
+    async def delete(self, ctx: Context, op: ops.Delete) -> bool:
         ctx.grant.require("write")
-        current = await self._visible(ctx, memory_id)
+        current = await self._visible(ctx, op.memory_id)
         if current is None:
             return False
         store = self.store(ctx.namespace)
 
         async def work() -> bool:
-            done = await store.delete(memory_id)
+            done = await store.execute(op)
             if done:
-                await self._audit(ctx, "delete", memory_id=memory_id, content=current.content)
+                await self._audit(ctx, "delete", memory_id=op.memory_id, content=current.content)
             return done
 
         return await self._shielded(work())
 
-    async def history(self, ctx: Context, memory_id: str) -> builtins.list[MemoryRecord]:
+    async def history(self, ctx: Context, op: ops.History) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
-        versions = await self.store(ctx.namespace).history(memory_id)
+        versions = await self.store(ctx.namespace).execute(op)
         return versions if versions and ctx.grant.covers_user(versions[-1].user_id) else []
 
-    async def ingest(self, ctx: Context, messages: Sequence[Message], *, user_id: str | None,
-                     agent_id: str | None = None, session_id: str | None = None) -> builtins.list[MemoryRecord]:
+    async def ingest(self, ctx: Context, op: ops.Ingest) -> builtins.list[MemoryRecord]:
         ctx.grant.require("write")
-        user_id, agent_id = self._write_user(ctx.grant, user_id), self._write_agent(ctx.grant, agent_id)
+        user_id, agent_id = self._write_user(ctx.grant, op.user_id), self._write_agent(ctx.grant, op.agent_id)
         store = self.store(ctx.namespace)
+        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id})
 
         async def work() -> builtins.list[MemoryRecord]:
-            records = await store.ingest(messages, user_id=user_id, agent_id=agent_id, session_id=session_id)
-            return await self._screen_saved(ctx, records, "ingest")
+            saved: builtins.list[MemoryRecord] = await store.execute(op)
+            return await self._screen_saved(ctx, saved, "ingest")
 
         return await self._shielded(work())
 
-    async def consolidate(self, ctx: Context) -> ConsolidationReport:
+    async def consolidate(self, ctx: Context, op: ops.Consolidate | None = None) -> ConsolidationReport:
         ctx.grant.require_admin()
 
         async def work() -> ConsolidationReport:
@@ -422,7 +443,7 @@ class Service:
 
         return await self._shielded(work())
 
-    async def reembed(self, ctx: Context) -> int:
+    async def reembed(self, ctx: Context, op: ops.Reembed | None = None) -> int:
         ctx.grant.require_admin()
 
         async def work() -> int:
@@ -453,20 +474,21 @@ class Service:
 
         return await self._shielded(work())
 
-    async def stats(self, ctx: Context) -> dict[str, Any]:
+    async def stats(self, ctx: Context, op: ops.Stats | None = None) -> dict[str, Any]:
         ctx.grant.require("read")
         if ctx.grant.users is not None:
             raise PermissionDeniedError("namespace statistics need a grant over every user")
         return await self.store(ctx.namespace).stats()
 
-    async def flush(self, ctx: Context) -> None:
+    async def flush(self, ctx: Context, op: ops.Flush | None = None) -> None:
         ctx.grant.require("read")
         await self.store(ctx.namespace).flush()
 
     # -- quarantine ---------------------------------------------------------------------------
-    async def block_source(self, ctx: Context, source: str, reason: str | None = None) -> dict[str, Any]:
+    async def block_source(self, ctx: Context, op: ops.BlockSource) -> dict[str, Any]:
         """Mark a source polluted: its memories leave recall, its writes are refused. Reversible."""
         ctx.grant.require_admin()
+        source, reason = op.source, op.reason
         if not isinstance(source, str) or not source.strip():
             raise InvalidInput("source must be a non-empty string")
         await asyncio.to_thread(self.tokens.block_source, ctx.namespace, source, reason, ctx.actor)
@@ -475,70 +497,66 @@ class Service:
                           detail={"source": source, "reason": reason})
         return {"source": source, "blocked": True, "memories_hidden": len(hidden)}
 
-    async def unblock_source(self, ctx: Context, source: str) -> dict[str, Any]:
+    async def unblock_source(self, ctx: Context, op: ops.UnblockSource) -> dict[str, Any]:
         ctx.grant.require_admin()
-        was = await asyncio.to_thread(self.tokens.unblock_source, ctx.namespace, source)
-        await self._audit(ctx, "unblock_source", detail={"source": source, "was_blocked": was})
-        return {"source": source, "blocked": False, "was_blocked": was}
+        was = await asyncio.to_thread(self.tokens.unblock_source, ctx.namespace, op.source)
+        await self._audit(ctx, "unblock_source", detail={"source": op.source, "was_blocked": was})
+        return {"source": op.source, "blocked": False, "was_blocked": was}
 
-    async def blocked_sources(self, ctx: Context) -> builtins.list[dict[str, Any]]:
+    async def blocked_sources(self, ctx: Context, op: ops.BlockedSources | None = None) -> builtins.list[dict[str, Any]]:
         ctx.grant.require("read")
-        return list((await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)).values())
+        return builtins.list((await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)).values())
 
-    async def release(self, ctx: Context, memory_id: str) -> MemoryRecord:
+    async def release(self, ctx: Context, op: ops.Release) -> MemoryRecord:
         """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
         ctx.grant.require_admin()
-        current = await self._visible(ctx, memory_id)
+        current = await self._visible(ctx, op.memory_id)
         if current is None:
-            raise NotFoundError(f"no memory {memory_id!r}")
+            raise NotFoundError(f"no memory {op.memory_id!r}")
         store = self.store(ctx.namespace)
         metadata = {k: v for k, v in current.metadata.items() if k not in FLAG_KEYS and k != "polymem_flag_score"}
         metadata["polymem_trust"] = "reviewed"
-        rec = await _drive(store, store.engine.update(memory_id, metadata=metadata, status="active"))
-        await self._audit(ctx, "release", memory_id=memory_id, content=rec.content,
+        await store.update(op.memory_id, metadata=metadata)
+        rec = await store.set_status(op.memory_id, "active")
+        await self._audit(ctx, "release", memory_id=op.memory_id, content=rec.content,
                           detail={"previous_flags": current.metadata.get("polymem_flags")})
-        return rec  # type: ignore[no-any-return]
+        return rec
 
     # -- working memory -----------------------------------------------------------------------
-    async def session(self, ctx: Context, spec: dict[str, Any], *, write: bool) -> AsyncSession:
-        """A session handle in the caller's scope (the session must not belong to another user)."""
+    async def _session_spec(self, ctx: Context, spec: ops.SessionSpec, *, write: bool) -> ops.SessionSpec:
+        """The session's settings in the caller's scope (the session must not belong to another user)."""
         ctx.grant.require("write" if write else "read")
-        user_id = self._write_user(ctx.grant, spec.get("user_id"))
-        agent_id = self._write_agent(ctx.grant, spec.get("agent_id")) if write else spec.get("agent_id")
-        ttl = spec.get("ttl")
-        handle = self.store(ctx.namespace).session(
-            spec["session_id"], user_id=user_id, agent_id=agent_id, max_tokens=spec.get("max_tokens", 4096),
-            ttl=timedelta(seconds=ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else ttl,
-            overflow=spec.get("overflow", "drop"), keep_last=spec.get("keep_last", 4))
-        info = await asyncio.to_thread(self.store(ctx.namespace).backend.session_info, ctx.namespace,
-                                       spec["session_id"])
+        user_id = self._write_user(ctx.grant, spec.user_id)
+        agent_id = self._write_agent(ctx.grant, spec.agent_id) if write else spec.agent_id
+        store = self.store(ctx.namespace)
+        info = await asyncio.to_thread(store.backend.session_info, ctx.namespace, spec.session_id)
         if info is not None and not ctx.grant.covers_user(info.user_id):
             raise PermissionDeniedError("this session belongs to a user outside your scope")
-        return handle
+        return spec.model_copy(update={"user_id": user_id, "agent_id": agent_id})
 
-    async def session_call(self, ctx: Context, spec: dict[str, Any], op: str, *args: Any) -> Any:
+    async def session_operation(self, ctx: Context, op: ops.SessionOperation[Any]) -> Any:
         """Run one session operation, auditing the mutations."""
-        write = op in ("add_messages", "evict", "forget", "replace", "clear", "end", "delete")
-        handle = await self.session(ctx, spec, write=write)
+        write = op.permission == "write"
+        op = op.model_copy(update={"session": await self._session_spec(ctx, op.session, write=write)})
+        store = self.store(ctx.namespace)
         if not write:
-            return await getattr(handle, op)(*args)
+            return await store.execute(op)
 
         async def work() -> Any:
-            result = await getattr(handle, op)(*args)
-            if op == "end":
+            result = await store.execute(op)
+            if isinstance(op, ops.SessionEnd):
                 result = await self._screen_saved(ctx, result, "session_end")
-            texts = [m.content for m in args[0]] if op in ("add_messages", "replace") else None
-            await self._audit(ctx, f"session_{op}", content="\n".join(texts) if texts is not None else None,
-                              refs=[r.memory_id for r in result] if op == "end" else (),
-                              detail={"session_id": spec["session_id"]})
+            texts = [m.content for m in op.messages] if isinstance(op, (ops.SessionAdd, ops.SessionReplace)) else None
+            await self._audit(ctx, f"session_{op.name}", content="\n".join(texts) if texts is not None else None,
+                              refs=[r.memory_id for r in result] if isinstance(op, ops.SessionEnd) else (),
+                              detail={"session_id": op.session.session_id})
             return result
 
         return await self._shielded(work())
 
-    async def sessions(self, ctx: Context, user_id: str | None) -> builtins.list[SessionInfo]:
+    async def sessions(self, ctx: Context, op: ops.Sessions) -> builtins.list[SessionInfo]:
         ctx.grant.require("read")
-        if user_id is not None:
-            self._read_scope(ctx.grant, user_id, None)
-        found = await self.store(ctx.namespace).sessions(user_id=user_id)
+        if op.user_id is not None:
+            self._read_scope(ctx.grant, op.user_id, None)
+        found = await self.store(ctx.namespace).sessions(user_id=op.user_id)
         return [s for s in found if ctx.grant.covers_user(s.user_id)]
-

@@ -1,0 +1,174 @@
+"""The local transport: operations of the table run as engine plans over a backend.
+
+One sync and one async driver (`polymem._plan`) run every plan; a step is a
+backend call, an embedding or a plug-in call. The async driver awaits a natively
+async backend (psycopg, redis.asyncio) and runs anything else in a worker
+thread, so the event loop never blocks on SQLite or on the embedding model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from contextlib import nullcontext
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, cast
+
+from . import operations as ops
+from ._backend import Backend
+from ._engine import Engine, Op, Plan, SessionSpec, _backend
+from ._errors import NotSupportedError, StoreClosedError
+from ._plan import adrive, drive
+from ._protocols import Embedder
+from ._snapshot import export_plan, import_plan
+
+R = TypeVar("R")
+
+
+def engine_spec(spec: ops.SessionSpec) -> SessionSpec:
+    """The engine's form of a session handle's settings."""
+    ttl = None if spec.ttl is None else timedelta(seconds=spec.ttl)
+    return SessionSpec(spec.session_id, spec.user_id, spec.agent_id, spec.max_tokens, ttl, spec.overflow,
+                       spec.keep_last)
+
+
+def _single(op: Op) -> Plan:
+    return (yield op)
+
+
+def plan_for(engine: Engine, op: ops.Operation[Any]) -> Plan:
+    """The engine plan that carries out one operation of the table."""
+    args = op.arguments()
+    ns = engine.namespace
+    if isinstance(op, ops.SessionOperation):
+        spec = engine_spec(args.pop("session"))
+        if isinstance(op, ops.SessionAdd):
+            return engine.session_add(spec, op.messages)
+        if isinstance(op, ops.SessionTranscript):
+            return engine.session_messages(spec, False)
+        if isinstance(op, ops.SessionDelete):
+            return _single(_backend("session_delete", ns, spec.session_id))
+        method = {"messages": "session_messages", "get_summary": "session_summary", "info": "session_info"}
+        plan: Callable[..., Plan] = getattr(engine, method.get(op.name, f"session_{op.name}"))
+        return plan(spec, **args)
+    if isinstance(op, ops.ListMemories):
+        return engine.list(**args)
+    if isinstance(op, ops.SetStatus):
+        return engine.update(op.memory_id, status=op.status)
+    if isinstance(op, ops.ExportSnapshot):
+        return export_plan(engine, op.target, op.user_id, op.progress)
+    if isinstance(op, ops.ImportSnapshot):
+        return import_plan(engine, op.source, op.progress)
+    if isinstance(op, ops.Stats):
+        return _single(_backend("stats", ns))
+    if isinstance(op, ops.Flush):
+        return _single(_backend("flush"))
+    if isinstance(op, ops.Sessions):
+        return _single(_backend("session_list", ns, op.user_id))
+    if op.service_only:
+        raise NotSupportedError(f"{op.name} needs a polymem service (`polymem serve`): it keeps the registry of "
+                                "blocked sources and reviews; an embedded store has neither")
+    positional = {k: args.pop(k) for k in op.positional()}
+    return cast(Plan, getattr(engine, op.name)(*positional.values(), **args))
+
+
+class LocalTransport:
+    """Runs the operation table in this process: the engine's plans over a backend."""
+
+    def __init__(self, backend: Backend, engine: Engine) -> None:
+        self.backend = backend
+        self.engine = engine
+        self._closed = False
+        self._twin: LocalTransport | None = None
+
+    @property
+    def url(self) -> str:
+        from ._memory import with_namespace
+
+        return with_namespace(self.backend.url, self.engine.namespace)
+
+    @property
+    def namespace(self) -> str:
+        return self.engine.namespace
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.engine.embedder
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def now(self) -> datetime:
+        return self.engine.clock()
+
+    def local(self) -> LocalTransport:
+        return self
+
+    def sync_twin(self) -> LocalTransport:
+        """A transport on the same data that sync code can drive (the same one unless the backend is async)."""
+        if not inspect.iscoroutinefunction(getattr(self.backend, "session_messages", None)):
+            return self
+        if self._twin is None or self._twin.closed:
+            from ._memory import make_backend
+
+            self._twin = LocalTransport(make_backend(self.backend.url), self.engine)
+        return self._twin
+
+    def _target(self, op: Op) -> Callable[..., Any]:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if op.target == "backend":
+            return cast(Callable[..., Any], getattr(self.backend, op.name))
+        if op.target == "embed":
+            assert self.engine.embedder is not None
+            return self.engine.embedder.embed
+        assert op.func is not None
+        return op.func
+
+    def _step(self, op: Op) -> Any:
+        return self._target(op)(*op.args, **op.kwargs)
+
+    async def _astep(self, op: Op) -> Any:
+        target = self._target(op)
+        if op.target == "call":  # a plug-in's async twin (aextract, asummarize…) runs on this loop
+            twin = getattr(getattr(target, "__self__", None), "a" + getattr(target, "__name__", ""), None)
+            target = twin if inspect.iscoroutinefunction(twin) else target
+        if inspect.iscoroutinefunction(target):
+            return await target(*op.args, **op.kwargs)
+        return await asyncio.to_thread(target, *op.args, **op.kwargs)
+
+    def _lock(self, op: ops.Operation[Any]) -> Any:
+        """Consolidation runs under the backend's cross-instance lock, where it has one."""
+        lock = getattr(self.backend, "consolidation_lock", None)
+        return lock(self.namespace) if isinstance(op, ops.Consolidate) and lock is not None else nullcontext()
+
+    def execute(self, op: ops.Operation[R]) -> R:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        with self._lock(op):
+            return cast(R, drive(plan_for(self.engine, op), self._step))
+
+    async def aexecute(self, op: ops.Operation[R]) -> R:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        held = self._lock(op)
+        if hasattr(held, "__aenter__"):
+            async with held:
+                return cast(R, await adrive(plan_for(self.engine, op), self._astep))
+        with held:
+            return cast(R, await adrive(plan_for(self.engine, op), self._astep))
+
+    def close(self) -> None:
+        if not self._closed:
+            self.backend.close()
+            self._closed = True
+
+    async def aclose(self) -> None:
+        if self._twin is not None:
+            await asyncio.to_thread(self._twin.close)
+        if not self._closed:
+            close = self.backend.close
+            await (close() if inspect.iscoroutinefunction(close) else asyncio.to_thread(close))
+            self._closed = True

@@ -1,0 +1,931 @@
+"""The operation table: every public operation of a polymem store, declared once.
+
+Each operation is a pydantic model: its fields (with their docs and defaults)
+are the operation's parameters, and its class settings say what it returns
+(`codec`), whether sending it twice is safe (`idempotent`, the HTTP client's
+retry rule), who may call it (`permission`) and where it lives on the wire
+(`route`). Every surface comes from this table:
+
+- `Memory` / `AsyncMemory` and `Session` / `AsyncSession` methods (`polymem._memory`),
+- the HTTP routes and their OpenAPI schema (`polymem.server`),
+- the HTTP transport of the client (`polymem._http`),
+- and whatever else wants the list (the CLI, an MCP server): iterate `OPERATIONS`.
+
+>>> from polymem.operations import OPERATIONS, Recall
+>>> Recall.route, Recall.idempotent, Recall.permission
+('POST /v1/memory/recall', True, 'read')
+>>> sorted(Recall.parameters())[:3]
+['agent_id', 'category', 'filter']
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO, Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, create_model
+from pydantic.fields import FieldInfo
+
+from ._errors import InvalidInput
+from ._models import (
+    ConsolidationReport,
+    ImportReport,
+    MemoryDraft,
+    MemoryRecord,
+    Message,
+    NearestResult,
+    RecallHit,
+    RecallResult,
+    SessionInfo,
+)
+from ._time import from_iso, to_iso
+
+R = TypeVar("R")
+T = TypeVar("T")
+Permission = Literal["read", "write", "admin"]
+Progress = Callable[[int], None]
+
+__all__ = ["OPERATIONS", "Codec", "Operation", "SessionOperation", "SessionSpec", "by_name"]
+
+
+# -- wire types: Python values in, JSON out, one JSON schema -----------------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCallWire(_Strict):
+    id: str
+    name: str
+    arguments: str = "{}"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageWire(_Strict):
+    """A working-memory message on the wire (see `polymem.Message`)."""
+
+    role: str
+    content: str = ""
+    name: str | None = None
+    tool_calls: list[ToolCallWire] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    parts: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    message_id: str | None = None
+    created_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = None
+
+
+class DraftWire(_Strict):
+    """A memory to save, inside `save_many` (see `polymem.MemoryDraft`)."""
+
+    content: Annotated[str, Field(strict=True)]
+    category: str = "fact"
+    source: str = "user_input"
+    importance: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] | None = None
+    entities: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def _message_in(value: Any) -> Message:
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, dict):
+        return Message.from_dict(MessageWire.model_validate(value).model_dump())
+    raise InvalidInput(f"expected a polymem Message or dict, got {type(value).__name__}")
+
+
+def _draft_in(value: Any) -> MemoryDraft:
+    if isinstance(value, MemoryDraft):
+        return value
+    if isinstance(value, dict):
+        data = DraftWire.model_validate(value)
+        return MemoryDraft(content=data.content, category=data.category, source=data.source,
+                           importance=data.importance, entities=tuple(data.entities), metadata=data.metadata)
+    raise InvalidInput(f"expected a polymem MemoryDraft or dict, got {type(value).__name__}")
+
+
+def _draft_out(draft: MemoryDraft) -> dict[str, Any]:
+    return {"content": draft.content, "category": draft.category, "source": draft.source,
+            "importance": draft.importance, "entities": list(draft.entities), "metadata": dict(draft.metadata)}
+
+
+WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict),
+                        WithJsonSchema(MessageWire.model_json_schema())]
+WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(_draft_out),
+                      WithJsonSchema(DraftWire.model_json_schema())]
+def _timestamp(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)  # ValueError on malformed text: invalid_input
+    raise ValueError("expected an ISO-8601 date-time string")
+
+
+# Times travel as ISO-8601 text (numbers are refused); a naive one reaches the core, which refuses it
+# with its own code (naive_datetime).
+Timestamp = Annotated[datetime, PlainValidator(_timestamp), WithJsonSchema({"type": "string", "format": "date-time"})]
+Text = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]  # the core refuses empty or blank text
+Query = Annotated[str, Field(strict=True, description="Non-blank (else empty_content).")]
+Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
+TopK = Annotated[int, Field(strict=True, ge=1, le=1000)]
+Filter = Annotated[dict[str, Any] | None, Field(description="field → value or {operator: value} (docs/api.md).")]
+
+
+# -- results: how each operation's result travels ----------------------------------------------
+class MemoryOut(BaseModel):
+    memory_id: str
+    content: str
+    category: str
+    source: str
+    importance: float
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    namespace: str
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: int
+    expire_at: datetime | None
+    embedding_model: str | None
+    entities: list[str]
+    metadata: dict[str, Any]
+    version: int
+    status: str
+
+
+class HitOut(MemoryOut):
+    score: float
+    relevance: float
+    similarity: float | None
+    text_rank: float | None
+    live_score: float
+
+
+class WithheldMemoryOut(BaseModel):
+    memory_id: str
+    reasons: list[str]
+
+
+class WithheldOut(BaseModel):
+    count: int
+    by_reason: dict[str, int]
+    memories: list[WithheldMemoryOut]
+
+
+class RecallOut(BaseModel):
+    memories: list[HitOut]
+    withheld: WithheldOut
+
+
+class NeighbourOut(BaseModel):
+    memory: MemoryOut
+    similarity: float
+
+
+class NearestOut(BaseModel):
+    neighbours: list[NeighbourOut]
+    withheld: WithheldOut
+
+
+class MessageOut(BaseModel):
+    role: str
+    content: str
+    name: str | None
+    tool_calls: list[ToolCallWire]
+    tool_call_id: str | None
+    parts: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    message_id: str
+    created_at: datetime | None
+
+
+class SessionInfoOut(BaseModel):
+    session_id: str
+    user_id: str | None
+    agent_id: str | None
+    namespace: str
+    summary: str | None
+    created_at: datetime
+    updated_at: datetime
+    expire_at: datetime | None
+    message_count: int
+    window_count: int
+
+
+class ConsolidationOut(BaseModel):
+    expired: list[str]
+    archived: list[str]
+    merged: dict[str, list[str]]
+    superseded: dict[str, str]
+    sessions_expired: int
+
+
+class ImportOut(BaseModel):
+    imported: int
+    duplicates: int
+    reembedded: int
+    sessions: int
+    skipped: list[list[str]]
+
+
+class StatsOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class SourceOut(BaseModel):
+    source: str
+    blocked: bool
+    memories_hidden: int | None = None
+    was_blocked: bool | None = None
+
+
+class BlockedSourceOut(BaseModel):
+    source: str
+    reason: str | None
+    blocked_at: str
+    blocked_by: str | None
+
+
+def _session_info(data: dict[str, Any]) -> SessionInfo:
+    values = dict(data)
+    for key in ("created_at", "updated_at", "expire_at"):
+        values[key] = from_iso(values[key], key)
+    return SessionInfo(**values)
+
+
+def _session_info_out(info: SessionInfo) -> dict[str, Any]:
+    data = dict(info.__dict__)
+    for key in ("created_at", "updated_at", "expire_at"):
+        data[key] = to_iso(data[key])
+    return data
+
+
+def _hit(data: dict[str, Any]) -> RecallHit:
+    values = dict(data)
+    parts = {k: values.pop(k) for k in ("score", "relevance", "similarity", "text_rank", "live_score")}
+    return RecallHit(MemoryRecord.from_dict(values), **parts)
+
+
+def _no_withheld() -> dict[str, Any]:
+    return {"count": 0, "by_reason": {}, "memories": []}
+
+
+@dataclass(frozen=True)
+class Codec(Generic[T]):
+    """How a result travels: `encode` to JSON, `decode` back, `schema` for the OpenAPI document."""
+
+    schema: type[BaseModel]
+    encode: Callable[[T], Any]
+    decode: Callable[[Any], T]
+
+
+def _wrapped(key: str, schema: Any, encode: Callable[[Any], Any], decode: Callable[[Any], Any],
+             name: str) -> Codec[Any]:
+    """A result sent as `{key: value}`."""
+    fields: dict[str, Any] = {key: (schema, ...)}
+    model = create_model(name, **fields)
+    return Codec(model, lambda value: {key: encode(value)}, lambda data: decode(data[key]))
+
+
+def _records(key: str, name: str) -> Codec[list[MemoryRecord]]:
+    return _wrapped(key, list[MemoryOut], lambda rs: [r.to_dict() for r in rs],
+                    lambda rs: [MemoryRecord.from_dict(r) for r in rs], name)
+
+
+RECORD: Codec[MemoryRecord] = Codec(MemoryOut, MemoryRecord.to_dict, MemoryRecord.from_dict)
+MEMORIES = _records("memories", "MemoriesOut")
+VERSIONS = _records("versions", "VersionsOut")
+RECALL: Codec[RecallResult] = Codec(
+    RecallOut,
+    lambda result: {"memories": [h.to_dict() for h in result], "withheld": result.withheld},
+    lambda data: RecallResult([_hit(h) for h in data["memories"]], data["withheld"]))
+NEAREST: Codec[NearestResult] = Codec(
+    NearestOut,
+    lambda result: {"neighbours": [{"memory": r.to_dict(), "similarity": s} for r, s in result],
+                    "withheld": result.withheld},
+    lambda data: NearestResult([(MemoryRecord.from_dict(n["memory"]), n["similarity"]) for n in data["neighbours"]],
+                               data["withheld"]))
+STORED_VECTORS = _wrapped("vectors", dict[str, list[float]], dict, dict, "StoredVectorsOut")
+DELETED = _wrapped("deleted", bool, bool, bool, "DeletedOut")
+COUNT = _wrapped("count", int, int, int, "CountOut")
+OK: Codec[None] = _wrapped("ok", bool, lambda _: True, lambda _: None, "OkOut")
+CONSOLIDATION: Codec[ConsolidationReport] = Codec(
+    ConsolidationOut, ConsolidationReport.to_dict, lambda data: ConsolidationReport(**data))
+IMPORT: Codec[ImportReport] = Codec(
+    ImportOut, ImportReport.to_dict,
+    lambda data: ImportReport(**{**data, "skipped": [tuple(item) for item in data["skipped"]]}))
+STATS: Codec[dict[str, Any]] = Codec(StatsOut, dict, dict)
+MESSAGES = _wrapped("messages", list[MessageOut], lambda ms: [m.to_dict() for m in ms],
+                    lambda ms: [Message.from_dict(m) for m in ms], "MessagesOut")
+SUMMARY = _wrapped("summary", str | None, lambda s: s, lambda s: s, "SummaryOut")
+SESSION_INFO = _wrapped("session", SessionInfoOut | None, lambda i: None if i is None else _session_info_out(i),
+                        lambda i: None if i is None else _session_info(i), "SessionInfoResult")
+SESSIONS = _wrapped("sessions", list[SessionInfoOut], lambda ss: [_session_info_out(s) for s in ss],
+                    lambda ss: [_session_info(s) for s in ss], "SessionsOut")
+SOURCE: Codec[dict[str, Any]] = Codec(SourceOut, dict, dict)
+BLOCKED = _wrapped("sources", list[BlockedSourceOut], list, list, "BlockedSourcesOut")
+EXPORTED: Codec[int] = Codec(COUNT.schema, int, int)  # the body streams; the count comes in a header
+
+
+# -- the operations ---------------------------------------------------------------------------
+class Operation(BaseModel, Generic[R]):
+    """One call of a store operation: the parameters, plus the class-level facts every surface reads."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: ClassVar[str]
+    """The Python method's name (`Memory.recall`, `Session.add_messages`)."""
+    route: ClassVar[str]
+    """`METHOD /path` of the HTTP service; `{field}` in the path comes from that field."""
+    codec: ClassVar[Codec[Any]]
+    idempotent: ClassVar[bool] = False
+    """Safe to send again after a failure (the client retries only these)."""
+    permission: ClassVar[Permission] = "read"
+    missing_is_none: ClassVar[bool] = False
+    """The service answers 404 where the Python call returns None."""
+    streams: ClassVar[Literal["request", "response"] | None] = None
+    """The request body (import) or the response body (export) is a stream of JSON lines."""
+    statuses: ClassVar[tuple[int, ...]] = ()
+    """HTTP error statuses this operation can answer beyond the common ones (for the OpenAPI document)."""
+    service_only: ClassVar[bool] = False
+    """Needs the service's registries (tokens, blocked sources): not on an embedded store."""
+
+    @classmethod
+    def parameters(cls) -> dict[str, FieldInfo]:
+        """Every parameter of the Python call, in order."""
+        return dict(cls.model_fields)
+
+    @classmethod
+    def wire_fields(cls) -> dict[str, FieldInfo]:
+        """The parameters that travel (local-only ones such as callbacks stay home)."""
+        return {k: f for k, f in cls.model_fields.items() if not f.exclude}
+
+    @classmethod
+    def positional(cls) -> tuple[str, ...]:
+        """Parameters the Python method takes positionally (the rest are keyword-only)."""
+        return tuple(k for k, f in cls.model_fields.items() if f.kw_only is False)
+
+    @classmethod
+    def bind(cls: type[Op], *args: Any, **kwargs: Any) -> Op:
+        """Build the operation from a Python call's arguments, as a function signature would."""
+        names = cls.positional()
+        if len(args) > len(names):
+            raise TypeError(f"{cls.name}() takes {len(names)} positional arguments but {len(args)} were given")
+        values = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in cls.model_fields:
+                raise TypeError(f"{cls.name}() got an unexpected keyword argument {key!r}")
+            if key in values:
+                raise TypeError(f"{cls.name}() got multiple values for argument {key!r}")
+            values[key] = value
+        missing = [k for k, f in cls.model_fields.items() if f.is_required() and k not in values]
+        if missing:
+            raise TypeError(f"{cls.name}() missing required argument(s): {', '.join(missing)}")
+        # Not validated here: the engine checks Python values and raises polymem's typed errors; the
+        # service validates what arrives over HTTP against this same model.
+        return cls.model_construct(**values)
+
+    def arguments(self) -> dict[str, Any]:
+        """The parameters as keyword arguments (defaults filled in)."""
+        return {k: getattr(self, k) for k in type(self).model_fields}
+
+    def is_retry_safe(self) -> bool:
+        return self.idempotent
+
+    @classmethod
+    def body_model(cls) -> type[BaseModel] | None:
+        """The JSON body the service accepts (None: the route takes no body)."""
+        if cls not in _BODIES:
+            fields: dict[str, Any] = {k: (f.annotation, _optional_on_wire(f)) for k, f in cls.wire_fields().items()
+                                      if "{" + k + "}" not in cls.route}
+            if not fields or cls.route.startswith("GET ") or cls.streams == "request":
+                _BODIES[cls] = None
+            else:
+                _BODIES[cls] = create_model(f"{cls.__name__}In", __config__=ConfigDict(extra="forbid"),
+                                            __doc__=cls.__doc__, **fields)
+        return _BODIES[cls]
+
+    @classmethod
+    def signature(cls) -> inspect.Signature:
+        """The Python method's signature (for `help()` and the drift test)."""
+        params = []
+        positional = set(cls.positional())
+        for key, info in cls.model_fields.items():
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if key in positional else inspect.Parameter.KEYWORD_ONLY
+            default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+            params.append(inspect.Parameter(key, kind, default=default, annotation=info.annotation))
+        return inspect.Signature(params)
+
+
+Op = TypeVar("Op", bound=Operation[Any])
+_BODIES: dict[type[Operation[Any]], type[BaseModel] | None] = {}
+
+
+def _optional_on_wire(info: FieldInfo) -> FieldInfo:
+    """A parameter Python requires but that may be None (`user_id`) may be left out of a JSON body."""
+    if info.is_required() and type(None) in get_args(info.annotation):
+        return FieldInfo.merge_field_infos(info, default=None)
+    return info
+
+
+class SessionSpec(BaseModel):
+    """The settings of one working-memory session handle (`Memory.session(...)`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: Text
+    user_id: str | None = None
+    agent_id: str | None = None
+    max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = Field(
+        4096, description="Token budget of the window (None: unbounded).")
+    ttl: Annotated[float, Field(gt=0, le=3.2e9)] | None = Field(default=None, description="Seconds (at most ~100 years).")
+    overflow: Literal["drop", "summarize"] = Field(default="drop", description="What the oldest overflow becomes.")
+    keep_last: Annotated[int, Field(strict=True, ge=0)] = Field(default=4, description="Messages always kept verbatim.")
+
+    @classmethod
+    def of(cls, session_id: Any, *, user_id: str | None, agent_id: str | None = None,
+           max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
+           keep_last: int = 4) -> SessionSpec:
+        """Validate a session handle's settings (typed errors, as every write)."""
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInput("session_id must be a non-empty string")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < 1):
+            raise InvalidInput("max_tokens must be a positive integer or None")
+        if overflow not in ("drop", "summarize"):
+            raise InvalidInput("overflow must be 'drop' or 'summarize'")
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise InvalidInput("keep_last must be an integer >= 0")
+        if isinstance(ttl, timedelta):
+            ttl = ttl.total_seconds()
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
+            raise InvalidInput("ttl must be a timedelta or a number of seconds > 0")
+        return cls.model_construct(session_id=session_id, user_id=user_id, agent_id=agent_id, max_tokens=max_tokens,
+                                   ttl=None if ttl is None else float(ttl), overflow=overflow, keep_last=keep_last)
+
+
+class SessionOperation(Operation[R]):
+    """An operation on one working-memory session: a method of `Session`, the handle fills `session`."""
+
+    session: SessionSpec = Field(kw_only=False, description="The session handle's settings.")
+
+
+# long-term memory
+class Save(Operation[MemoryRecord]):
+    """Store one memory (idempotent by key, or by same content in the same scope)."""
+
+    name = "save"
+    route = "POST /v1/memory/save"
+    codec = RECORD
+    # Retrying is safe with or without a key: a keyless save of the same content in the same scope
+    # returns the memory already stored.
+    idempotent = True
+    permission = "write"
+
+    content: Query = Field(kw_only=False, description="What to remember: short natural language.")
+    user_id: str | None = Field(description="Who the memory is about (None: nobody in particular).")
+    agent_id: str | None = Field(default=None, description="Which agent wrote it.")
+    session_id: str | None = Field(default=None, description="The conversation it came from.")
+    category: str = Field(default="fact", description="fact, preference, event, task, or your own.")
+    source: Text = Field(default="user_input", description="Where it came from: user_input, inference, tool_result…")
+    importance: Score | None = Field(default=None, description="Base score in [0, 1] (default: by source).")
+    entities: Sequence[str] | None = Field(default=None, description="Names the memory is about.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
+    expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
+    idempotency_key: str | None = Field(default=None, description="Retries with the same key return the same memory.")
+    vector: Sequence[float] | None = Field(default=None, description="Your own embedding (the store's model and dimension).")
+
+
+class SaveMany(Operation[list[MemoryRecord]]):
+    """Store many memories in one transaction (batched embedding)."""
+
+    name = "save_many"
+    route = "POST /v1/memory/save_many"
+    codec = MEMORIES
+    idempotent = True
+    permission = "write"
+
+    drafts: Sequence[WireDraft] = Field(kw_only=False, description="The memories to save.")
+    user_id: str | None = Field(description="Who the memories are about.")
+    agent_id: str | None = None
+    session_id: str | None = None
+    vectors: Sequence[Sequence[float]] | None = Field(default=None, description="One embedding per draft.")
+    idempotency_keys: Sequence[str | None] | None = Field(default=None, description="One key (or None) per draft.")
+
+
+class Recall(Operation[RecallResult]):
+    """The memories most relevant to `query`, best first (hybrid search × live score).
+
+    `query_vector` replaces the query's embedding (same model and dimension as the store's);
+    `min_relevance` drops hits less relevant than that, whatever their live score. The result
+    is a list; its `withheld` says what the service's read guard kept back."""
+
+    name = "recall"
+    route = "POST /v1/memory/recall"
+    codec = RECALL
+    statuses = (409,)
+    idempotent = True
+
+    query: Query = Field(kw_only=False, description="What to look for, in natural language.")
+    user_id: str | None = Field(description="Whose memories (None: every user the caller may read).")
+    agent_id: str | None = Field(default=None, description="Only memories this agent wrote.")
+    top_k: TopK = Field(10, description="How many memories at most.")
+    category: str | None = Field(default=None, description="Only this category.")
+    filter: Filter = None
+    query_vector: Sequence[float] | None = Field(default=None, description="Replaces the query's embedding.")
+    min_relevance: float | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1].")
+
+
+class Nearest(Operation[NearestResult]):
+    """Plain nearest neighbours of a vector by cosine (no scoring, no reinforcement)."""
+
+    name = "nearest"
+    route = "POST /v1/memory/nearest"
+    codec = NEAREST
+    statuses = (409,)
+    idempotent = True
+
+    vector: Sequence[float] = Field(kw_only=False, description="A vector of the store's model.")
+    user_id: str | None = Field(description="Whose memories.")
+    agent_id: str | None = None
+    top_k: TopK = 10
+    category: str | None = None
+    filter: Filter = None
+
+
+class Vectors(Operation[dict[str, list[float]]]):
+    """The stored vectors (of the store's embedding model) of these memories."""
+
+    name = "vectors"
+    route = "POST /v1/memory/vectors"
+    codec = STORED_VECTORS
+    idempotent = True
+
+    memory_ids: Sequence[str] = Field(kw_only=False, max_length=1000)
+
+
+class Get(Operation[MemoryRecord | None]):
+    """The current version of a memory, or None."""
+
+    name = "get"
+    route = "GET /v1/memories/{memory_id}"
+    codec = RECORD
+    idempotent = True
+    missing_is_none = True
+
+    memory_id: str = Field(kw_only=False)
+
+
+class ListMemories(Operation[list[MemoryRecord]]):
+    """Exact lookup by scope and filter (no vector search), newest first."""
+
+    name = "list"
+    route = "POST /v1/memory/list"
+    codec = MEMORIES
+    idempotent = True
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    category: str | None = None
+    filter: Filter = None
+    status: str | None = Field(default="active", description="active, archived, blocked, or None for all.")
+    limit: Annotated[int, Field(strict=True, ge=1, le=10_000)] = 100
+    offset: Annotated[int, Field(strict=True, ge=0)] = 0
+
+
+class Update(Operation[MemoryRecord]):
+    """Write a new version; `expected_version` makes it a compare-and-set. Arguments left
+    None are unchanged (`expire_at` sets a new expiry)."""
+
+    name = "update"
+    route = "POST /v1/memory/update"
+    codec = RECORD
+    statuses = (404, 409)
+    permission = "write"
+
+    memory_id: Text = Field(kw_only=False)
+    content: Annotated[str, Field(strict=True)] | None = None
+    category: str | None = None
+    importance: Score | None = None
+    metadata: dict[str, Any] | None = None
+    expected_version: Annotated[int, Field(strict=True)] | None = None
+    expire_at: Timestamp | None = Field(default=None, description="A new expiry (aware ISO-8601).")
+
+    def is_retry_safe(self) -> bool:
+        return self.expected_version is not None  # a compare-and-set cannot apply twice
+
+
+class SetStatus(Operation[MemoryRecord]):
+    """Make a memory active, archived or blocked (a new version; blocked memories leave recall)."""
+
+    name = "set_status"
+    route = "POST /v1/memory/status"
+    codec = RECORD
+    statuses = (404,)
+    idempotent = True
+    permission = "admin"
+
+    memory_id: Text = Field(kw_only=False)
+    status: Literal["active", "archived", "blocked"] = Field(kw_only=False)
+
+
+class Delete(Operation[bool]):
+    """Remove a memory and its history; False if there was none."""
+
+    name = "delete"
+    route = "POST /v1/memory/delete"
+    codec = DELETED
+    idempotent = True
+    permission = "write"
+
+    memory_id: Text = Field(kw_only=False)
+
+
+class History(Operation[list[MemoryRecord]]):
+    """Every version of a memory, oldest first."""
+
+    name = "history"
+    route = "GET /v1/memories/{memory_id}/history"
+    codec = VERSIONS
+    idempotent = True
+
+    memory_id: str = Field(kw_only=False)
+
+
+class Ingest(Operation[list[MemoryRecord]]):
+    """Distil messages into long-term memories (the extractor decides what is worth keeping)."""
+
+    name = "ingest"
+    route = "POST /v1/memory/ingest"
+    codec = MEMORIES
+    permission = "write"
+
+    messages: Sequence[WireMessage] = Field(kw_only=False)
+    user_id: str | None = Field(description="Who the conversation is about.")
+    agent_id: str | None = None
+    session_id: str | None = None
+
+
+class Consolidate(Operation[ConsolidationReport]):
+    """Expire, archive the faded, merge near-duplicates, supersede contradictions."""
+
+    name = "consolidate"
+    route = "POST /v1/memory/consolidate"
+    codec = CONSOLIDATION
+    permission = "admin"
+
+    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+
+
+class Reembed(Operation[int]):
+    """Embed every memory that lacks a vector of the store's model; the number done."""
+
+    name = "reembed"
+    route = "POST /v1/memory/reembed"
+    codec = COUNT
+    permission = "admin"
+
+    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+
+
+class ExportSnapshot(Operation[int]):
+    """Write a JSONL snapshot (records, versions, vectors) to `target`; the number of memories."""
+
+    name = "export_snapshot"
+    route = "POST /v1/memory/export"
+    codec = EXPORTED
+    idempotent = True
+    streams = "response"
+
+    target: str | Path | IO[bytes] = Field(exclude=True, kw_only=False, description="A file path or a binary file.")
+    user_id: str | None = Field(default=None, description="Only this user's memories.")
+    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+
+
+class ImportSnapshot(Operation[ImportReport]):
+    """Read a snapshot: imported whole or not at all."""
+
+    name = "import_snapshot"
+    route = "POST /v1/memory/import"
+    codec = IMPORT
+    permission = "admin"
+    streams = "request"
+
+    source: str | Path | IO[bytes] = Field(exclude=True, kw_only=False, description="A file path or a binary file.")
+    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+
+
+class Stats(Operation[dict[str, Any]]):
+    """Counts of the namespace (memories by status and category, sessions, models)."""
+
+    name = "stats"
+    route = "GET /v1/stats"
+    codec = STATS
+    idempotent = True
+
+
+class Flush(Operation[None]):
+    """Write pending bookkeeping (recall reinforcement) now."""
+
+    name = "flush"
+    route = "POST /v1/memory/flush"
+    codec = OK
+    idempotent = True
+
+
+class Sessions(Operation[list[SessionInfo]]):
+    """The working-memory sessions of the namespace (optionally of one user)."""
+
+    name = "sessions"
+    route = "POST /v1/sessions"
+    codec = SESSIONS
+    idempotent = True
+
+    user_id: str | None = None
+
+
+# quarantine: the service keeps the registry of blocked sources
+class BlockSource(Operation[dict[str, Any]]):
+    """Mark a source polluted: its memories leave recall, its writes are refused. Reversible."""
+
+    name = "block_source"
+    route = "POST /v1/sources/block"
+    codec = SOURCE
+    permission = "admin"
+    service_only = True
+
+    source: Text = Field(kw_only=False)
+    reason: str | None = None
+
+
+class UnblockSource(Operation[dict[str, Any]]):
+    """Lift a source's quarantine."""
+
+    name = "unblock_source"
+    route = "POST /v1/sources/unblock"
+    codec = SOURCE
+    idempotent = True
+    permission = "admin"
+    service_only = True
+
+    source: Text = Field(kw_only=False)
+    reason: str | None = None
+
+
+class BlockedSources(Operation[list[dict[str, Any]]]):
+    """The quarantined sources of the namespace."""
+
+    name = "blocked_sources"
+    route = "GET /v1/sources/blocked"
+    codec = BLOCKED
+    idempotent = True
+    service_only = True
+
+
+class Release(Operation[MemoryRecord]):
+    """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
+
+    name = "release"
+    route = "POST /v1/memory/release"
+    codec = RECORD
+    statuses = (404,)
+    permission = "admin"
+    service_only = True
+
+    memory_id: Text = Field(kw_only=False)
+
+
+# working memory: methods of a session handle
+class SessionAdd(SessionOperation[list[Message]]):
+    """Append messages; the window then sheds (or summarises) its oldest part if over budget."""
+
+    name = "add_messages"
+    route = "POST /v1/session/add"
+    codec = MESSAGES
+    permission = "write"
+
+    messages: Sequence[WireMessage] = Field(kw_only=False)
+
+
+class SessionMessages(SessionOperation[list[Message]]):
+    """The window, oldest first; a running summary comes first as a system message."""
+
+    name = "messages"
+    route = "POST /v1/session/messages"
+    codec = MESSAGES
+    idempotent = True
+
+
+class SessionTranscript(SessionOperation[list[Message]]):
+    """Every message of the session, including those out of the window."""
+
+    name = "transcript"
+    route = "POST /v1/session/transcript"
+    codec = MESSAGES
+    idempotent = True
+
+
+class SessionSummary(SessionOperation[str | None]):
+    """The running summary of what left the window, or None."""
+
+    name = "get_summary"
+    route = "POST /v1/session/summary"
+    codec = SUMMARY
+    idempotent = True
+
+
+class SessionEvict(SessionOperation[int]):
+    """Take messages out of the window; the transcript keeps them."""
+
+    name = "evict"
+    route = "POST /v1/session/evict"
+    codec = COUNT
+    idempotent = True
+    permission = "write"
+
+    message_ids: Sequence[str] = Field(kw_only=False)
+
+
+class SessionForget(SessionOperation[int]):
+    """Delete messages from the session for good (window and transcript)."""
+
+    name = "forget"
+    route = "POST /v1/session/forget"
+    codec = COUNT
+    idempotent = True
+    permission = "write"
+
+    message_ids: Sequence[str] = Field(kw_only=False)
+
+
+class SessionReplace(SessionOperation[None]):
+    """Make the window exactly `messages` (the transcript keeps what leaves)."""
+
+    name = "replace"
+    route = "POST /v1/session/replace"
+    codec = OK
+    permission = "write"
+
+    messages: Sequence[WireMessage] = Field(kw_only=False)
+
+
+class SessionClear(SessionOperation[None]):
+    """Empty the window and the summary; the transcript stays until `end()`/`delete()`."""
+
+    name = "clear"
+    route = "POST /v1/session/clear"
+    codec = OK
+    idempotent = True
+    permission = "write"
+
+
+class SessionEnd(SessionOperation[list[MemoryRecord]]):
+    """Close the session: distil it into long-term memories (or just discard it)."""
+
+    name = "end"
+    route = "POST /v1/session/end"
+    codec = MEMORIES
+    permission = "write"
+
+    consolidate: Annotated[bool, Field(strict=True)] = Field(default=True, kw_only=False)
+
+
+class SessionDelete(SessionOperation[bool]):
+    """Delete the session and its transcript without distilling it."""
+
+    name = "delete"
+    route = "POST /v1/session/delete"
+    codec = DELETED
+    idempotent = True
+    permission = "write"
+
+
+class SessionInfoOp(SessionOperation[SessionInfo | None]):
+    """The session's bookkeeping (counts, summary, expiry), or None if it does not exist."""
+
+    name = "info"
+    route = "POST /v1/session/info"
+    codec = SESSION_INFO
+    idempotent = True
+
+
+OPERATIONS: tuple[type[Operation[Any]], ...] = (
+    Save, SaveMany, Recall, Nearest, Vectors, Get, ListMemories, Update, SetStatus, Delete, History, Ingest,
+    Consolidate, Reembed, ExportSnapshot, ImportSnapshot, Stats, Flush, Sessions,
+    BlockSource, UnblockSource, BlockedSources, Release,
+    SessionAdd, SessionMessages, SessionTranscript, SessionSummary, SessionEvict, SessionForget, SessionReplace,
+    SessionClear, SessionEnd, SessionDelete, SessionInfoOp,
+)
+"""Every operation, store operations first, then those of a session handle."""
+
+
+def by_name(name: str, *, session: bool = False) -> type[Operation[Any]]:
+    """The operation a store (or, with `session=True`, a session handle) method name stands for."""
+    for op in OPERATIONS:
+        if op.name == name and issubclass(op, SessionOperation) == session:
+            return op
+    raise KeyError(name)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from polymem._embedders import SentenceTransformerEmbedder, _hub_bar_state_table
 
@@ -62,6 +63,15 @@ def test_a_notebook_that_embeds_shows_no_output_but_its_own(tmp_path: Path) -> N
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [(o.output_type, o.get("name"), o.get("text")) for o in notebook.cells[0].outputs]
     assert outputs == [("stream", "stdout", "SentenceTransformerEmbedder 384\n")]
+
+
+def test_every_pyproject_states_its_license_as_an_spdx_expression() -> None:
+    """A TOML table is deprecated in setuptools (a warning on every install); the string needs setuptools 77."""
+    root = Path(__file__).parents[1]
+    for path in [root / "core" / "pyproject.toml", *sorted((root / "adapters").glob("*/pyproject.toml"))]:
+        config = tomllib.loads(path.read_text())
+        assert isinstance(config["project"]["license"], str), path
+        assert "setuptools>=77" in config["build-system"]["requires"], path
 
 
 @pytest.mark.slow

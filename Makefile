@@ -7,11 +7,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test test-matrix lint typecheck bench clean
 
+# requirements-dev.txt pins torch (core's extras state a range); `-c` holds that pin while the
+# extras install, so this venv gets exactly that torch, the one this machine has on disk.
 $(STAMP): requirements-dev.txt core/pyproject.toml compat_matrix.yaml $(wildcard adapters/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q -e "core[all]" $(foreach a,$(ADAPTERS),-e "$(a)[test]") $$($(PY) scripts/compat.py pins latest)
+	$(PY) -m pip install -q -c requirements-dev.txt -e "core[all]" $(foreach a,$(ADAPTERS),-e "$(a)[test]") $$($(PY) scripts/compat.py pins latest)
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

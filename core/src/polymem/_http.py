@@ -199,12 +199,12 @@ class HttpTransport:
                 self._async = cast(httpx.AsyncClient, http_client)
             else:
                 self._sync = cast(httpx.Client, http_client)
-        elif transport is not None:
+        elif transport is not None:  # a transport may serve both (httpx.MockTransport does)
             if hasattr(transport, "handle_async_request"):
                 self._async = httpx.AsyncClient(base_url=self._url, transport=cast(httpx.AsyncBaseTransport, transport),
                                                 timeout=timeout)
-            else:
-                self._sync = httpx.Client(base_url=self._url, transport=transport,
+            if hasattr(transport, "handle_request"):
+                self._sync = httpx.Client(base_url=self._url, transport=cast(httpx.BaseTransport, transport),
                                           timeout=timeout)
         for client in (self._sync, self._async):
             if client is not None:

@@ -9,6 +9,7 @@ handle.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
@@ -49,6 +50,10 @@ def _method(descriptor: Any, call: Callable[..., Any]) -> Callable[..., Any]:
     call.__doc__ = descriptor.op.__doc__
     vars(call)["__signature__"] = descriptor.signature  # what help() and inspect show
     return call
+
+
+def _without_session(signature: inspect.Signature) -> inspect.Signature:
+    return signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "session"])
 
 
 class SyncOperation(Generic[P, R]):
@@ -98,7 +103,7 @@ class SyncSessionOperation(Generic[P, R]):
 
     def __init__(self, op: Callable[Concatenate[SessionSpec, P], Operation[R]]) -> None:
         self.op = cast("type[Operation[R]]", op)
-        self.signature = self.op.signature()
+        self.signature = _without_session(self.op.signature())
         self.__doc__ = self.op.__doc__
 
     @overload
@@ -117,7 +122,7 @@ class AsyncSessionOperation(Generic[P, R]):
 
     def __init__(self, op: Callable[Concatenate[SessionSpec, P], Operation[R]]) -> None:
         self.op = cast("type[Operation[R]]", op)
-        self.signature = self.op.signature()
+        self.signature = _without_session(self.op.signature())
         self.__doc__ = self.op.__doc__
 
     @overload

@@ -14,19 +14,25 @@ status 1 and a one-line message.
 
 from __future__ import annotations
 
+import collections.abc
 import json
 import sys
-from collections.abc import Callable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import click
 
+from . import operations as ops
 from ._errors import PolymemError
 from ._memory import Memory, default_url
 from ._memory import open as open_store
+from ._models import MemoryRecord, RecallHit
 from ._time import from_iso
+from .operations import Operation
 
 
 class _Errors(click.Group):
@@ -86,102 +92,127 @@ def _progress(total: int | None, label: str) -> Any:
     return tqdm(total=total, desc=label, unit="mem", file=sys.stderr, disable=None)
 
 
-@main.command()
-@click.argument("content")
-@click.option("--user", "user_id", required=True, help="Who the memory is about.")
-@click.option("--agent", "agent_id", default=None, help="Which agent writes it.")
-@click.option("--session", "session_id", default=None)
-@click.option("--category", default="fact", show_default=True)
-@click.option("--source", default="user_input", show_default=True)
-@click.option("--importance", type=float, default=None, help="Base score in [0, 1] (default: by source).")
-@click.option("--metadata", default=None, help="JSON object.")
-@click.option("--expire-at", default=None, help="ISO-8601 time with a UTC offset.")
-@click.option("--idempotency-key", default=None)
-@_url_option
-@_namespace_option
-@_embedder_option
-@_json_option
-def save(content: str, user_id: str, agent_id: str | None, session_id: str | None, category: str, source: str,
-         importance: float | None, metadata: str | None, expire_at: str | None, idempotency_key: str | None,
-         url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
-    """Save one memory."""
-    meta = json.loads(metadata) if metadata else None
-    expire: datetime | None = from_iso(expire_at, "--expire-at") if expire_at else None
-    with _store(url, namespace, no_embedder) as mem:
-        rec = mem.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id, category=category,
-                       source=source, importance=importance, metadata=meta, expire_at=expire,
-                       idempotency_key=idempotency_key)
-    _emit(rec.to_dict(), as_json, lambda: click.echo(rec.memory_id))
+# -- commands made from the operation table ----------------------------------------------------
+_OPTION_NAMES = {"user_id": "--user", "agent_id": "--agent", "session_id": "--session"}
 
 
-@main.command()
-@click.argument("query")
-@click.option("--user", "user_id", default=None, help="Whose memories (default: every user of the namespace).")
-@click.option("--agent", "agent_id", default=None)
-@click.option("--category", default=None)
-@click.option("--top-k", type=int, default=10, show_default=True)
-@click.option("--filter", "filter_json", default=None, help='JSON filter, e.g. \'{"metadata.topic": "work"}\'.')
-@_url_option
-@_namespace_option
-@_embedder_option
-@_json_option
-def recall(query: str, user_id: str | None, agent_id: str | None, category: str | None, top_k: int,
-           filter_json: str | None, url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
-    """Recall the memories most relevant to QUERY, best first."""
-    flt = json.loads(filter_json) if filter_json else None
-    with _store(url, namespace, no_embedder) as mem:
-        hits = mem.recall(query, user_id=user_id, agent_id=agent_id, category=category, top_k=top_k, filter=flt)
-
-    def text() -> None:
-        for hit in hits:
-            click.echo(f"{hit.score:.3f}  {hit.memory.memory_id}  [{hit.memory.category}] {hit.memory.content}")
-
-    _emit({"memories": [h.to_dict() for h in hits]}, as_json, text)
+def _field_type(annotation: Any) -> Any:
+    """The Python type a CLI option parses to, or None when the field has no command-line form."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _field_type(args[0])
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        return _field_type(args[0]) if len(args) == 1 else None
+    if typing.get_origin(annotation) is typing.Literal:
+        return click.Choice([str(a) for a in args])
+    if typing.get_origin(annotation) in (Sequence, collections.abc.Sequence, list) and args == [str]:
+        return (str,)
+    if annotation in (str, int, float, bool, dict, datetime) or typing.get_origin(annotation) is dict:
+        return annotation if typing.get_origin(annotation) is not dict else dict
+    return None
 
 
-@main.command()
-@click.argument("memory_id")
-@_url_option
-@_namespace_option
-@_json_option
-def get(memory_id: str, url: str | None, namespace: str, as_json: bool) -> None:
-    """Show one memory."""
-    with _store(url, namespace, no_embedder=True) as mem:
-        rec = mem.get(memory_id)
-    if rec is None:
-        raise click.ClickException(f"no memory {memory_id}")
-    _emit(rec.to_dict(), as_json, lambda: click.echo(json.dumps(rec.to_dict(), ensure_ascii=False, indent=2)))
+def cli_parameters(op: type[Operation[Any]]) -> dict[str, click.Parameter]:
+    """The command-line arguments and options of an operation: its fields that have a text form."""
+    out: dict[str, click.Parameter] = {}
+    positional = set(op.positional())
+    for key, info in op.wire_fields().items():
+        kind = _field_type(info.annotation)
+        if kind is None:
+            continue
+        help_text = info.description or ""
+        if key in positional:
+            out[key] = click.Argument([key], type=kind if isinstance(kind, click.Choice) else str)
+            continue
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
+        flag = _OPTION_NAMES.get(key, "--" + key.replace("_", "-"))
+        if kind is bool:
+            out[key] = click.Option([f"{flag}/--no-{flag[2:]}", key], default=default, show_default=True,
+                                    help=help_text)
+        elif isinstance(kind, tuple):
+            out[key] = click.Option([flag, key], multiple=True, help=help_text)
+        elif kind is dict:
+            out[key] = click.Option([flag, key], default=None, help=f"{help_text} (JSON object)".strip())
+        elif kind is datetime:
+            out[key] = click.Option([flag, key], default=None, help=f"{help_text} (ISO-8601 with a UTC offset)")
+        else:
+            out[key] = click.Option([flag, key], type=kind, default=default,
+                                    show_default=default is not None, help=help_text)
+    return out
 
 
-@main.command()
-@click.argument("memory_id")
-@_url_option
-@_namespace_option
-@_json_option
-def history(memory_id: str, url: str | None, namespace: str, as_json: bool) -> None:
-    """Every version of a memory, oldest first."""
-    with _store(url, namespace, no_embedder=True) as mem:
-        versions = mem.history(memory_id)
-    if not versions:
-        raise click.ClickException(f"no memory {memory_id}")
-
-    def text() -> None:
-        for v in versions:
-            click.echo(f"v{v.version}  {v.updated_at.isoformat()}  {v.status:8}  {v.content}")
-
-    _emit([v.to_dict() for v in versions], as_json, text)
+def _parse(op: type[Operation[Any]], key: str, value: Any) -> Any:
+    kind = _field_type(op.model_fields[key].annotation)
+    if value is None:
+        return None
+    if kind is dict:
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint=_OPTION_NAMES.get(key, key)) from exc
+    if kind is datetime:
+        return from_iso(value, key)
+    if isinstance(kind, tuple):
+        return list(value) or None
+    return value
 
 
-@main.command()
-@click.argument("memory_id")
-@_url_option
-@_namespace_option
-def delete(memory_id: str, url: str | None, namespace: str) -> None:
-    """Delete a memory and its history."""
-    with _store(url, namespace, no_embedder=True) as mem:
-        if not mem.delete(memory_id):
-            raise click.ClickException(f"no memory {memory_id}")
-    click.echo(f"deleted {memory_id}")
+def table_command(op: type[Operation[Any]], *, name: str | None = None, embeds: bool = False,
+                  text: Callable[[Any], None], as_json: Callable[[Any], Any] | None = None,
+                  missing: str | None = None) -> click.Command:
+    """A CLI command that runs one operation of the table (its arguments and options are the operation's)."""
+    params = list(cli_parameters(op).values())
+
+    def callback(url: str | None, namespace: str, json_output: bool, no_embedder: bool = True,
+                 **values: Any) -> None:
+        args = {k: _parse(op, k, v) for k, v in values.items()}
+        with _store(url, namespace, no_embedder or not embeds) as mem:
+            result = mem.execute(op.bind(**args))
+        if missing is not None and not result:
+            raise click.ClickException(missing.format(**args))
+        _emit((as_json or op.codec.encode)(result), json_output, lambda: text(result))
+
+    command = click.Command(name or op.name.replace("_", "-"), callback=callback, params=params,
+                            help=op.__doc__, short_help=(op.__doc__ or "").strip().splitlines()[0])
+    for decorate in (_url_option, _namespace_option, _json_output_option, *((_embedder_option,) if embeds else ())):
+        decorate(command)
+    main.add_command(command)
+    return command
+
+
+def _json_output_option(command: Any) -> Any:
+    return click.option("--json", "json_output", is_flag=True, help="Print JSON for scripts.")(command)
+
+
+def _print_record(rec: MemoryRecord) -> None:
+    click.echo(f"{rec.memory_id}  v{rec.version}  {rec.status:8}  [{rec.category}] {rec.content}")
+
+
+def _print_records(records: Sequence[MemoryRecord]) -> None:
+    for rec in records:
+        _print_record(rec)
+
+
+def _print_hits(hits: Sequence[RecallHit]) -> None:
+    for hit in hits:
+        click.echo(f"{hit.score:.3f}  {hit.memory.memory_id}  [{hit.memory.category}] {hit.memory.content}")
+
+
+def _print_versions(versions: Sequence[MemoryRecord]) -> None:
+    for v in versions:
+        click.echo(f"v{v.version}  {v.updated_at.isoformat()}  {v.status:8}  {v.content}")
+
+
+table_command(ops.Save, embeds=True, text=lambda rec: click.echo(rec.memory_id))
+table_command(ops.Recall, embeds=True, text=_print_hits)
+table_command(ops.Get, text=lambda rec: click.echo(json.dumps(rec.to_dict(), ensure_ascii=False, indent=2)),
+              missing="no memory {memory_id}")
+table_command(ops.History, text=_print_versions, as_json=lambda vs: [v.to_dict() for v in vs],
+              missing="no memory {memory_id}")
+table_command(ops.Delete, text=lambda done: click.echo("deleted"), missing="no memory {memory_id}")
+table_command(ops.ListMemories, name="list", text=_print_records)
+table_command(ops.Update, embeds=True, text=_print_record)
+table_command(ops.SetStatus, text=_print_record)
 
 
 @main.command()

@@ -57,7 +57,6 @@ import numpy as np
 
 from ._backend import COMMON_TERM_DOCS, Backend, Bookkeeping, Candidate, NewRecord, SearchRequest, selective_terms
 from ._errors import (
-    InvalidFilterError,
     LockTimeoutError,
     NotFoundError,
     PolymemError,
@@ -65,7 +64,7 @@ from ._errors import (
     VersionConflictError,
     missing_extra,
 )
-from ._filters import OPERATORS, _column, _scalar, dumps, from_micros
+from ._filters import Condition, dumps, from_micros, parse_filter
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import bounds, quantize, shortlist
 from ._text import ANALYZER_VERSION, terms
@@ -419,82 +418,63 @@ def _scan_index_sql(model_id: str, dimension: int) -> Any:
             sql.Identifier(scan_index_name(model_id)), sql.Literal(model_id), sql.Literal(scan_key_chars(dimension)))
 
 
-# -- filters: the PostgreSQL twin of `_filters.compile_filter` --------------------------------------
+# -- filters: `_filters.parse_filter` validates, this writes PostgreSQL -------------------------------
 def compile_filter_pg(filter: dict[str, Any] | None, alias: str = "m") -> tuple[str, builtins.list[Any]]:
-    """Validate a filter dict (same rules and errors as SQLite) and compile it to PostgreSQL."""
-    if not filter:
-        return "", []
-    if not isinstance(filter, dict):
-        raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
+    """Validate a filter dict (`parse_filter`: same rules and errors as SQLite) and compile it to PostgreSQL."""
     clauses: builtins.list[str] = []
     params: builtins.list[Any] = []
-    for field, condition in filter.items():
-        ops = condition if isinstance(condition, dict) and condition and all(
-            isinstance(k, str) and k.startswith("$") for k in condition) else {"$eq": condition}
-        for op, value in ops.items():
-            if op not in OPERATORS:
-                raise InvalidFilterError(f"unknown filter operator {op!r} on {field!r}; use one of {', '.join(OPERATORS)}")
-            sql, args = _compile_one_pg(field, op, value, alias)
-            clauses.append(sql)
-            params.extend(args)
+    for condition in parse_filter(filter):
+        sql, args = _compile_pg(condition, alias)
+        clauses.append(sql)
+        params.extend(args)
     return " AND ".join(clauses), params
 
 
 _PG_OPS = {"$eq": "=", "$ne": "<>", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
-def _pg_scalar(kind: str, field: str, value: Any) -> Any:
+def _pg_value(kind: str, value: Any) -> Any:
+    """A parsed scalar as PostgreSQL compares it: a time as a datetime, a metadata value as JSON text."""
     if kind == "time":
-        return from_micros(_scalar(kind, field, value))
+        return from_micros(value)
     if kind == "json":
-        if isinstance(value, (dict, list)):
-            raise InvalidFilterError(f"filter on {field} compares scalars only, got {value!r}")
         return None if value is None else json.dumps(value)
-    return _scalar(kind, field, value)
+    return value
 
 
-def _compile_one_pg(field: str, op: str, value: Any, alias: str) -> tuple[str, builtins.list[Any]]:
-    column, kind = _column(field, alias)
+def _compile_pg(c: Condition, alias: str) -> tuple[str, builtins.list[Any]]:
+    op, kind = c.op, c.kind
+    column = f"{alias}.{c.field}"
     params: builtins.list[Any] = []
     if kind == "json":
         column = f"({alias}.metadata_j #> %s::text[])"
-        params = [field[len("metadata."):].split(".")]
+        params = [builtins.list(c.path)]
     if op == "$exists":
-        if not isinstance(value, bool):
-            raise InvalidFilterError("$exists takes true or false")
         if kind == "entities":
-            return f"cardinality({column}) {'>' if value else '='} 0", []
+            return f"cardinality({column}) {'>' if c.value else '='} 0", []
         if kind == "json":
             test = f"({column} IS NOT NULL AND {column} <> 'null'::jsonb)"
-            return (test if value else f"NOT COALESCE({test}, false)"), params * 2
-        return f"{column} IS {'NOT ' if value else ''}NULL", []
+            return (test if c.value else f"NOT COALESCE({test}, false)"), params * 2
+        return f"{column} IS {'NOT ' if c.value else ''}NULL", []
     if op == "$contains":
         if kind == "entities":
-            return f"%s = ANY({column})", [str(value)]
+            return f"%s = ANY({column})", [str(c.value)]
         if kind == "json":
-            scalar = _pg_scalar(kind, field, value)
+            scalar = _pg_value(kind, c.value)
             return (f"(CASE jsonb_typeof({column}) WHEN 'array' THEN {column} @> ('[' || %s || ']')::jsonb "
                     f"ELSE {column} = %s::jsonb END)"), [*params, *params, scalar, *params, scalar]
-        if kind == "text":
-            return f"strpos({column}, %s) > 0", [str(value)]
-        raise InvalidFilterError(f"$contains does not apply to {field}")
-    if kind == "entities":
-        if op == "$eq":
-            return f"%s = ANY({column})", [value]
-        raise InvalidFilterError(f"entities support $eq, $contains and $exists, not {op}")
+        return f"strpos({column}, %s) > 0", [c.value]
+    if kind == "entities":  # $eq
+        return f"%s = ANY({column})", [c.value]
     if op in ("$in", "$nin"):
-        if not isinstance(value, (list, tuple)) or not value:
-            raise InvalidFilterError(f"{op} on {field} needs a non-empty list")
-        values = [_pg_scalar(kind, field, v) for v in value]
+        values = [_pg_value(kind, v) for v in c.value]
         array = "%s::jsonb[]" if kind == "json" else "%s"
         return (f"{column} = ANY({array})" if op == "$in" else f"{column} <> ALL({array})"), [*params, values]
-    scalar = _pg_scalar(kind, field, value)
-    if scalar is None:
-        if op in ("$eq", "$ne"):
-            test = f"({column} IS NULL OR {column} = 'null'::jsonb)" if kind == "json" else f"{column} IS NULL"
-            args = params * 2 if kind == "json" else []
-            return (test if op == "$eq" else f"NOT {test}"), args
-        raise InvalidFilterError(f"{op} on {field} cannot compare with null")
+    scalar = _pg_value(kind, c.value)
+    if scalar is None:  # $eq or $ne (`parse_filter` refuses null in a range)
+        test = f"({column} IS NULL OR {column} = 'null'::jsonb)" if kind == "json" else f"{column} IS NULL"
+        args = params * 2 if kind == "json" else []
+        return (test if op == "$eq" else f"NOT {test}"), args
     if kind == "json":
         if op == "$ne":
             return f"({column} IS NULL OR {column} <> %s::jsonb)", [*params, *params, scalar]
@@ -505,10 +485,9 @@ def _compile_one_pg(field: str, op: str, value: Any, alias: str) -> tuple[str, b
                 [*params, scalar, *params, scalar])
     if op == "$ne":
         return f"({column} IS NULL OR {column} <> %s)", [scalar]
-    if field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
+    if c.field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
         return f"({column} IS NULL OR {column} {_PG_OPS[op]} %s)", [scalar]
     return f"{column} {_PG_OPS[op]} %s", [scalar]
-
 
 # -- plans --------------------------------------------------------------------------------------
 @dataclass(frozen=True)

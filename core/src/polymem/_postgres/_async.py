@@ -15,7 +15,7 @@ import builtins
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from ._driver import _import_psycopg, retryable, run_plan_async, run_plan_sync, 
 from ._plans import Plans
 from ._sql import PgPlan, Q, _hash64
 from ._store import PostgresStore, SearchDone, SearchFlow
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -82,7 +85,7 @@ class AsyncPostgresBackend(PostgresStore):
                 self._pool = pool
         return self._pool
 
-    async def _call(self, plan: Callable[..., PgPlan], *args: Any) -> Any:
+    async def _call(self, plan: Callable[P, PgPlan[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a plan in one transaction; a serialization failure or deadlock reruns it."""
         pool = await self._open()
         for attempt in range(8):
@@ -91,57 +94,57 @@ class AsyncPostgresBackend(PostgresStore):
             async with pool.connection() as conn:
                 try:
                     if plan.__name__ in Plans.READS:
-                        return await run_plan_async(conn, plan(*args))
+                        return await run_plan_async(conn, plan(*args, **kwargs))
                     async with conn.transaction():
-                        return await run_plan_async(conn, plan(*args))
+                        return await run_plan_async(conn, plan(*args, **kwargs))
                 except Exception as exc:
                     if not retryable(exc) or attempt == 7:
                         raise
             await asyncio.sleep(0.005 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _blocking(self, plan: Callable[..., PgPlan], *args: Any) -> Any:
+    def _blocking(self, plan: Callable[P, PgPlan[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a plan from a thread that is not the pool's loop (see the class docstring)."""
         loop = self._loop
         if loop is not None and loop.is_running():
             if _running_loop() is loop:
                 raise RuntimeError("called synchronously on the event loop; await the AsyncMemory method instead")
-            return asyncio.run_coroutine_threadsafe(self._call(plan, *args), loop).result()
+            return asyncio.run_coroutine_threadsafe(self._call(plan, *args, **kwargs), loop).result()
         if self._closed:
             raise StoreClosedError("the store is closed")
         psycopg = _import_psycopg()
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             conn.adapters.register_dumper(np.ndarray, self._dumper)
             with conn.transaction():
-                return run_plan_sync(conn, plan(*args))
+                return run_plan_sync(conn, plan(*args, **kwargs))
 
     # records
     async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
         held = self.vector_cache.writes_for(items)
         results = await self._call(self.plans.insert, items, now, held)
         self.vector_cache.catch_up(held)
-        return results  # type: ignore[no-any-return]
+        return results
 
     async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.get, namespace, memory_ids)  # type: ignore[no-any-return]
+        return await self._call(self.plans.get, namespace, memory_ids)
 
     async def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
                    filter: dict[str, Any] | None, status: str | None, limit: int,
                    offset: int) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.list, namespace, user_id, agent_id, category, filter,  # type: ignore[no-any-return]
+        return await self._call(self.plans.list, namespace, user_id, agent_id, category, filter,
                                 status, limit, offset)
 
     async def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
                      now: datetime, vector: np.ndarray | None, model_id: str | None,
                      content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
-        return await self._call(self.plans.update, namespace, memory_id, changes,  # type: ignore[no-any-return]
+        return await self._call(self.plans.update, namespace, memory_id, changes,
                                 expected_version, now, vector, model_id, content_hash, terms)
 
     async def delete(self, namespace: str, memory_id: str) -> bool:
-        return await self._call(self.plans.delete, namespace, memory_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.delete, namespace, memory_id)
 
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.history, namespace, memory_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.history, namespace, memory_id)
 
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """`_search_flow` driven on the loop: the statements of a batch each on its own pooled
@@ -177,7 +180,7 @@ class AsyncPostgresBackend(PostgresStore):
             self.vector_cache.put(key, entry)
 
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
-        return await self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.count_foreign_vectors, namespace, model_id)
 
     # bookkeeping: recall bonuses are written by a task on the loop, off the read path; those of
     # recalls within REINFORCE_WINDOW_S of each other in one transaction (as `Bookkeeping` does)
@@ -228,27 +231,27 @@ class AsyncPostgresBackend(PostgresStore):
     # bulk
     async def active_with_vectors(self, namespace: str,
                                   model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return await self._call(self.plans.active_with_vectors, namespace, model_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.active_with_vectors, namespace, model_id)
 
     async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
-        return await self._call(self.plans.vectors, namespace, memory_ids, model_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.vectors, namespace, memory_ids, model_id)
 
     async def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
-        return await self._call(self.plans.pending_reembed, namespace, model_id, limit)  # type: ignore[no-any-return]
+        return await self._call(self.plans.pending_reembed, namespace, model_id, limit)
 
     async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         await self._call(self.plans.set_vectors, items, model_id)
 
     async def export_page(self, namespace: str, user_id: str | None, after: int,
                           limit: int) -> builtins.list[dict[str, Any]]:
-        return await self._call(self.plans.export_page, namespace, user_id, after, limit)  # type: ignore[no-any-return]
+        return await self._call(self.plans.export_page, namespace, user_id, after, limit)
 
     async def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
-        return await self._call(self.plans.export_sessions, namespace, user_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.export_sessions, namespace, user_id)
 
     async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                           now: datetime) -> ImportReport:
-        return await self._call(self.plans.import_rows, namespace, rows, sessions, now)  # type: ignore[no-any-return]
+        return await self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._blocking(self.plans.stats, namespace)}
@@ -262,38 +265,38 @@ class AsyncPostgresBackend(PostgresStore):
         await self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
 
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
-        return await self._call(self.plans.session_info, namespace, session_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_info, namespace, session_id)
 
     def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
-        return self._blocking(self.plans.session_list, namespace, user_id)  # type: ignore[no-any-return]
+        return self._blocking(self.plans.session_list, namespace, user_id)
 
     async def asession_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
-        return await self._call(self.plans.session_list, namespace, user_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_list, namespace, user_id)
 
     async def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
         await self._call(self.plans.session_append, namespace, session_id, messages)
 
     async def session_messages(self, namespace: str, session_id: str,
                                window_only: bool) -> builtins.list[tuple[Message, int]]:
-        return await self._call(self.plans.session_messages, namespace, session_id, window_only)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_messages, namespace, session_id, window_only)
 
     async def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return await self._call(self.plans.session_evict, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_evict, namespace, session_id, message_ids)
 
     async def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return await self._call(self.plans.session_forget, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_forget, namespace, session_id, message_ids)
 
     async def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
         await self._call(self.plans.session_set_summary, namespace, session_id, summary)
 
     def session_delete(self, namespace: str, session_id: str) -> bool:
-        return self._blocking(self.plans.session_delete, namespace, session_id)  # type: ignore[no-any-return]
+        return self._blocking(self.plans.session_delete, namespace, session_id)
 
     async def asession_delete(self, namespace: str, session_id: str) -> bool:
-        return await self._call(self.plans.session_delete, namespace, session_id)  # type: ignore[no-any-return]
+        return await self._call(self.plans.session_delete, namespace, session_id)
 
     async def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
-        return await self._call(self.plans.sessions_expired, namespace, now)  # type: ignore[no-any-return]
+        return await self._call(self.plans.sessions_expired, namespace, now)
 
     # consolidation lock
     @asynccontextmanager

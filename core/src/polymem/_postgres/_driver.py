@@ -3,7 +3,7 @@ dumper, and the two drivers of a plan (psycopg's sync and async connections)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import missing_extra
@@ -11,6 +11,8 @@ from ._sql import PgPlan, vector_bytes
 
 if TYPE_CHECKING:
     from ._plans import Plans
+
+T = TypeVar("T")
 
 _RETRYABLE = ("40001", "40P01")  # serialization_failure, deadlock_detected
 
@@ -61,7 +63,7 @@ def vector_dumper(oid: int) -> type:
     return VectorDumper
 
 
-def run_plan_sync(conn: Any, plan: PgPlan) -> Any:
+def run_plan_sync(conn: Any, plan: PgPlan[T]) -> T:
     """Drive a plan on a psycopg connection (the caller owns the transaction)."""
     send: Any = None
     with conn.cursor() as cur:
@@ -69,7 +71,8 @@ def run_plan_sync(conn: Any, plan: PgPlan) -> Any:
             try:
                 q = plan.send(send)
             except StopIteration as stop:
-                return stop.value
+                result: T = stop.value  # what the plan returns
+                return result
             if q.mode == "many":
                 if q.params:
                     cur.executemany(q.sql, q.params)
@@ -85,7 +88,7 @@ def run_plan_sync(conn: Any, plan: PgPlan) -> Any:
                 send = _result(cur, q.mode)
 
 
-async def run_plan_async(conn: Any, plan: PgPlan) -> Any:
+async def run_plan_async(conn: Any, plan: PgPlan[T]) -> T:
     """`run_plan_sync` for psycopg's async connections."""
     send: Any = None
     async with conn.cursor() as cur:
@@ -93,7 +96,8 @@ async def run_plan_async(conn: Any, plan: PgPlan) -> Any:
             try:
                 q = plan.send(send)
             except StopIteration as stop:
-                return stop.value
+                result: T = stop.value  # what the plan returns
+                return result
             if q.mode == "many":
                 if q.params:
                     await cur.executemany(q.sql, q.params)

@@ -79,7 +79,7 @@ class Plans:
         self.term_statistics = TermStatistics()
 
     # records ------------------------------------------------------------------------------
-    def _ensure_index(self, model_id: str | None, dimension: int) -> PgPlan:
+    def _ensure_index(self, model_id: str | None, dimension: int) -> PgPlan[None]:
         """One partial HNSW index per embedding model, created with its first vector."""
         if model_id is None or model_id in self.known_models or model_id in self.deferred:
             return
@@ -102,7 +102,7 @@ class Plans:
         yield Q("INSERT INTO polymem_vector_indexes (model_id, dimension, index_name) VALUES (%s, %s, %s) "
                 "ON CONFLICT DO NOTHING", (model_id, int(dimension), name), "none")
 
-    def insert(self, items: Sequence[NewRecord], now: datetime, held: ScopeWrites | None = None) -> PgPlan:
+    def insert(self, items: Sequence[NewRecord], now: datetime, held: ScopeWrites | None = None) -> PgPlan[builtins.list[tuple[MemoryRecord, bool]]]:
         """Save new records (or find what already stands for them). `held`: scopes whose vectors
         the caller holds a copy of; their stamps are locked for the transaction, and what the
         insert did to them is written into `held` (`VectorCache.catch_up`)."""
@@ -191,7 +191,7 @@ class Plans:
                     (now, sorted(set(touched))), "none")
         return results
 
-    def _analyze_if_grown(self, added: int) -> PgPlan:
+    def _analyze_if_grown(self, added: int) -> PgPlan[None]:
         """ANALYZE once a batch has grown the table by a tenth: the planner otherwise keeps the
         statistics of the table as it was (empty, after a first import) until autovacuum's next
         round, and filters every row of a scope instead of using the full-text index (measured:
@@ -202,12 +202,12 @@ class Plans:
             self.term_statistics.read_at = -np.inf  # read the new ones at the next search
 
     @staticmethod
-    def _write_version(record: MemoryRecord) -> PgPlan:
+    def _write_version(record: MemoryRecord) -> PgPlan[None]:
         yield Q("INSERT INTO polymem_memory_versions (memory_id, version, record) VALUES (%s, %s, %s) "
                 "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record",
                 (record.memory_id, record.version, dumps(record.to_dict())), "none")
 
-    def get(self, namespace: str, memory_ids: Sequence[str]) -> PgPlan:
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> PgPlan[builtins.list[MemoryRecord]]:
         if not memory_ids:
             return []
         rows = yield Q(f"SELECT {_RECORD_COLUMNS} FROM polymem_memories m WHERE m.namespace = %s "
@@ -216,7 +216,7 @@ class Plans:
         return [found[i] for i in memory_ids if i in found]
 
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> PgPlan:
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> PgPlan[builtins.list[MemoryRecord]]:
         where, params = _scope_sql(namespace, user_id, agent_id, category, filter)
         if status is not None:
             where += " AND m.status = %s"
@@ -227,7 +227,7 @@ class Plans:
 
     def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
                now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> PgPlan:
+               content_hash: str | None, terms: Sequence[str] | None) -> PgPlan[MemoryRecord]:
         row = yield Q(f"SELECT {_RECORD_COLUMNS}, m.id FROM polymem_memories m WHERE m.namespace = %s "
                       "AND m.memory_id = %s FOR UPDATE", (namespace, memory_id), "one")
         if row is None:
@@ -255,7 +255,7 @@ class Plans:
         yield from self._write_version(new)
         return new
 
-    def delete(self, namespace: str, memory_id: str) -> PgPlan:
+    def delete(self, namespace: str, memory_id: str) -> PgPlan[bool]:
         row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING id",
                       (namespace, memory_id), "one")
         if row is None:
@@ -263,7 +263,7 @@ class Plans:
         yield Q("DELETE FROM polymem_memory_versions WHERE memory_id = %s", (memory_id,), "none")
         return True
 
-    def history(self, namespace: str, memory_id: str) -> PgPlan:
+    def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
         owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s",
                         (namespace, memory_id), "one")
         if owner is None:
@@ -272,7 +272,7 @@ class Plans:
         return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
 
     # search -------------------------------------------------------------------------------
-    def search(self, request: SearchRequest) -> PgPlan:
+    def search(self, request: SearchRequest) -> PgPlan[builtins.list[Candidate]]:
         """The search as one plan: its statements one after the other (the backends run them
         side by side on two connections instead: `search_statements`, `merge_search`)."""
         statements = self.search_statements(request)
@@ -282,7 +282,7 @@ class Plans:
         return self.merge_search(results)
 
     @staticmethod
-    def run(q: Q) -> PgPlan:
+    def run(q: Q) -> PgPlan[Any]:
         """One read statement as a plan."""
         return (yield q)
 
@@ -363,7 +363,7 @@ class Plans:
                           memory_id=r[1], importance=float(r[2]), category=r[3], created_at=_utc(r[4]),
                           last_accessed_at=_utc(r[5]), access_count=int(r[6])) for _, r in sorted(merged.items())]
 
-    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> PgPlan:
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> PgPlan[int]:
         row = yield Q(
             "SELECT (SELECT count(*) FROM polymem_memories WHERE namespace = %s AND status = 'active' "
             "AND (embedding_model < %s OR embedding_model > %s OR embedding_model IS NULL)) + "
@@ -373,7 +373,7 @@ class Plans:
 
     # bookkeeping --------------------------------------------------------------------------
     @staticmethod
-    def reinforce_batch(batch: Sequence[tuple[str, Sequence[tuple[str, float]], datetime]]) -> PgPlan:
+    def reinforce_batch(batch: Sequence[tuple[str, Sequence[tuple[str, float]], datetime]]) -> PgPlan[None]:
         """Apply queued recall bonuses: one atomic increment per row, rows in a fixed order."""
         merged: dict[tuple[str, str], builtins.list[Any]] = {}
         for namespace, bonuses, now in batch:
@@ -388,7 +388,7 @@ class Plans:
                 "importance = LEAST(1.0, importance + %s) WHERE namespace = %s AND memory_id = %s", rows, "many")
 
     # bulk ---------------------------------------------------------------------------------
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> PgPlan:
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> PgPlan[builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
         rows = yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
                        "WHERE m.namespace = %s AND m.status = 'active' ORDER BY m.created_at, m.id", (namespace,))
         out = []
@@ -398,7 +398,7 @@ class Plans:
             out.append((record, vector))
         return out
 
-    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> PgPlan:
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> PgPlan[dict[str, np.ndarray]]:
         if not memory_ids:
             return {}
         rows = yield Q("SELECT memory_id, vector_send(vector) FROM polymem_memories WHERE namespace = %s "
@@ -406,7 +406,7 @@ class Plans:
                        (namespace, list(memory_ids), model_id))
         return {r[0]: vector_from_bytes(r[1]) for r in rows}
 
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> PgPlan:
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> PgPlan[builtins.list[tuple[str, str]]]:
         clause = "" if namespace is None else "namespace = %s AND "
         args: tuple[Any, ...] = () if namespace is None else (namespace,)
         rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}"
@@ -414,7 +414,7 @@ class Plans:
                        (*args, model_id, limit))
         return [(r[0], r[1]) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan:
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan[None]:
         if not items:
             return None
         yield from self._ensure_index(model_id, len(items[0][1]))
@@ -423,7 +423,7 @@ class Plans:
                 "many")
         return None
 
-    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan:
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan[builtins.list[dict[str, Any]]]:
         clause = " AND m.user_id = %s" if user_id is not None else ""
         args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())
         rows = yield Q(f"SELECT {_RECORD_COLUMNS}, m.id, vector_send(m.vector), m.idempotency_key "
@@ -443,7 +443,7 @@ class Plans:
                         "vector": None if vector is None else vector.tolist(), "idempotency_key": row[21]})
         return out
 
-    def export_sessions(self, namespace: str, user_id: str | None) -> PgPlan:
+    def export_sessions(self, namespace: str, user_id: str | None) -> PgPlan[builtins.list[dict[str, Any]]]:
         infos = yield from self.session_list(namespace, user_id)
         out = []
         for info in infos:
@@ -454,7 +454,7 @@ class Plans:
         return out
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
-                    now: datetime, with_sessions: bool = True, staged: Staged | None = None) -> PgPlan:
+                    now: datetime, with_sessions: bool = True, staged: Staged | None = None) -> PgPlan[ImportReport]:
         """Bulk import: binary COPY into a staging table, then one INSERT that skips ids
         (or idempotency keys) already present. `staged`: `stage_import(namespace, rows)`,
         when the caller made it beforehand (`bulk_import` does, while the previous batch loads)."""
@@ -493,7 +493,7 @@ class Plans:
             report.sessions = yield from self.import_sessions(namespace, sessions)
         return report
 
-    def drop_vector_index(self, model_id: str | None) -> PgPlan:
+    def drop_vector_index(self, model_id: str | None) -> PgPlan[None]:
         if model_id is None:
             return
         yield Q("SELECT pg_advisory_xact_lock(%s)", (_hash64("index:" + model_id),), "none")
@@ -501,12 +501,12 @@ class Plans:
         yield Q("DELETE FROM polymem_vector_indexes WHERE model_id = %s", (model_id,), "none")
         self.known_models.discard(model_id)
 
-    def build_vector_index(self, model_id: str, dimension: int) -> PgPlan:
+    def build_vector_index(self, model_id: str, dimension: int) -> PgPlan[None]:
         self.deferred.discard(model_id)
         self.known_models.discard(model_id)
         yield from self._ensure_index(model_id, dimension)
 
-    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]]) -> PgPlan:
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]]) -> PgPlan[int]:
         from .._time import from_iso
 
         count = 0
@@ -528,7 +528,7 @@ class Plans:
             count += 1
         return count
 
-    def stats(self, namespace: str, with_sessions: bool = True) -> PgPlan:
+    def stats(self, namespace: str, with_sessions: bool = True) -> PgPlan[dict[str, Any]]:
         by_status = dict((yield Q("SELECT status, count(*) FROM polymem_memories WHERE namespace = %s GROUP BY status",
                                   (namespace,))))
         by_category = dict((yield Q("SELECT category, count(*) FROM polymem_memories WHERE namespace = %s "
@@ -547,13 +547,13 @@ class Plans:
 
     # working memory -----------------------------------------------------------------------
     def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> PgPlan:
+                      now: datetime, expire_at: datetime | None) -> PgPlan[None]:
         yield Q("INSERT INTO polymem_sessions (namespace, session_id, user_id, agent_id, created_at, updated_at, "
                 "expire_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (namespace, session_id) DO UPDATE SET "
                 "updated_at = EXCLUDED.updated_at, expire_at = EXCLUDED.expire_at",
                 (namespace, session_id, user_id, agent_id, now, now, expire_at), "none")
 
-    def _session_infos(self, namespace: str, where: str, params: Sequence[Any]) -> PgPlan:
+    def _session_infos(self, namespace: str, where: str, params: Sequence[Any]) -> PgPlan[builtins.list[SessionInfo]]:
         rows = yield Q(
             "SELECT s.session_id, s.user_id, s.agent_id, s.summary, s.created_at, s.updated_at, s.expire_at, "
             "(SELECT count(*) FROM polymem_session_messages q WHERE q.namespace = s.namespace "
@@ -565,53 +565,55 @@ class Plans:
         return [SessionInfo(r[0], r[1], r[2], namespace, r[3], r[4].astimezone(timezone.utc),
                             r[5].astimezone(timezone.utc), _utc(r[6]), int(r[7]), int(r[8])) for r in rows]
 
-    def session_info(self, namespace: str, session_id: str) -> PgPlan:
+    def session_info(self, namespace: str, session_id: str) -> PgPlan[SessionInfo | None]:
         found = yield from self._session_infos(namespace, "AND s.session_id = %s", (session_id,))
         return found[0] if found else None
 
-    def session_list(self, namespace: str, user_id: str | None) -> PgPlan:
+    def session_list(self, namespace: str, user_id: str | None) -> PgPlan[builtins.list[SessionInfo]]:
         if user_id is None:
             return (yield from self._session_infos(namespace, "", ()))
         return (yield from self._session_infos(namespace, "AND s.user_id = %s", (user_id,)))
 
-    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> PgPlan:
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> PgPlan[None]:
         if messages:
             yield Q("INSERT INTO polymem_session_messages (namespace, session_id, message_id, message, tokens) "
                     "VALUES (%s, %s, %s, %s, %s)",
                     [(namespace, session_id, m.message_id, dumps(m.to_dict()), tokens) for m, tokens in messages],
                     "many")
 
-    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> PgPlan:
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> PgPlan[builtins.list[tuple[Message, int]]]:
         clause = " AND in_window" if window_only else ""
         rows = yield Q(f"SELECT message, tokens FROM polymem_session_messages WHERE namespace = %s "
                        f"AND session_id = %s{clause} ORDER BY id", (namespace, session_id))
         return [(Message.from_dict(json.loads(r[0])), int(r[1])) for r in rows]
 
-    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> PgPlan:
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> PgPlan[int]:
         if not message_ids:
             return 0
-        return (yield Q("UPDATE polymem_session_messages SET in_window = false WHERE namespace = %s "
-                        "AND session_id = %s AND in_window AND message_id = ANY(%s)",
-                        (namespace, session_id, list(message_ids)), "rowcount"))
+        count: int = yield Q("UPDATE polymem_session_messages SET in_window = false WHERE namespace = %s "
+                             "AND session_id = %s AND in_window AND message_id = ANY(%s)",
+                             (namespace, session_id, list(message_ids)), "rowcount")
+        return count
 
-    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> PgPlan:
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> PgPlan[int]:
         if not message_ids:
             return 0
-        return (yield Q("DELETE FROM polymem_session_messages WHERE namespace = %s AND session_id = %s "
-                        "AND message_id = ANY(%s)", (namespace, session_id, list(message_ids)), "rowcount"))
+        count: int = yield Q("DELETE FROM polymem_session_messages WHERE namespace = %s AND session_id = %s "
+                             "AND message_id = ANY(%s)", (namespace, session_id, list(message_ids)), "rowcount")
+        return count
 
-    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> PgPlan:
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> PgPlan[None]:
         yield Q("UPDATE polymem_sessions SET summary = %s WHERE namespace = %s AND session_id = %s",
                 (summary, namespace, session_id), "none")
 
-    def session_delete(self, namespace: str, session_id: str) -> PgPlan:
+    def session_delete(self, namespace: str, session_id: str) -> PgPlan[bool]:
         yield Q("DELETE FROM polymem_session_messages WHERE namespace = %s AND session_id = %s",
                 (namespace, session_id), "none")
-        count = yield Q("DELETE FROM polymem_sessions WHERE namespace = %s AND session_id = %s",
-                        (namespace, session_id), "rowcount")
+        count: int = yield Q("DELETE FROM polymem_sessions WHERE namespace = %s AND session_id = %s",
+                             (namespace, session_id), "rowcount")
         return count > 0
 
-    def sessions_expired(self, namespace: str, now: datetime) -> PgPlan:
+    def sessions_expired(self, namespace: str, now: datetime) -> PgPlan[builtins.list[str]]:
         rows = yield Q("SELECT session_id FROM polymem_sessions WHERE namespace = %s AND expire_at IS NOT NULL "
                        "AND expire_at <= %s", (namespace, now))
         return [r[0] for r in rows]

@@ -195,7 +195,7 @@ MIGRATIONS: builtins.list[str] = [
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time
 
 
-def _migrate_plan(report: dict[str, Any] | None = None) -> PgPlan:
+def _migrate_plan(report: dict[str, Any] | None = None) -> PgPlan[builtins.list[int]]:
     yield Q("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,), "none")
     yield Q("CREATE TABLE IF NOT EXISTS polymem_schema_migrations (version INTEGER PRIMARY KEY, "
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", None, "none")
@@ -226,7 +226,7 @@ def _stage_tsv(rows: Sequence[Sequence[Any]]) -> Q:
              [(r[0], r[3], tsvector_literal(r[1], r[2], terms(r[3]))) for r in rows], "copy", ("int8", "text", "text"))
 
 
-def rebuild_tsv() -> PgPlan:
+def rebuild_tsv() -> PgPlan[int]:
     """Write every row's tsv again (`_migrate_plan`, in its transaction, under its lock), set-based.
 
     The new tsv strings are computed in Python batch by batch and COPYed into a staging table
@@ -291,7 +291,7 @@ def migrate(url: str) -> builtins.list[int]:
             # Every row was rewritten: mark the pages all-visible again (index-only scans of the
             # covering scan indexes need it) and refresh the statistics.
             conn.execute("VACUUM (ANALYZE) polymem_memories")
-    return applied  # type: ignore[no-any-return]
+    return applied
 
 
 def schema_version(url: str) -> int:

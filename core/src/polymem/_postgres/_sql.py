@@ -12,12 +12,14 @@ import struct
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from .._filters import Condition, dumps, from_micros, parse_filter
 from .._models import MemoryRecord
+
+T = TypeVar("T")
 
 _RECORD_COLUMNS = (
     "m.memory_id, m.namespace, m.user_id, m.agent_id, m.session_id, m.content, m.category, m.source, m.importance, "
@@ -66,7 +68,12 @@ def vector_bytes(vector: np.ndarray | Sequence[float]) -> bytes:
     return struct.pack(">HH", len(array), 0) + array.tobytes()
 
 
+@overload
+def vector_from_bytes(data: bytes | memoryview) -> np.ndarray: ...
+@overload
+def vector_from_bytes(data: None) -> None: ...
 def vector_from_bytes(data: bytes | memoryview | None) -> np.ndarray | None:
+    """A vector from pgvector's binary form (`vector_send`); None for NULL."""
     if data is None:
         return None
     return np.frombuffer(bytes(data)[4:], dtype=">f4").astype(np.float32)
@@ -252,7 +259,7 @@ class Q:
 
 
 # A plan: yields statements, receives each one's result, returns its own.
-PgPlan = Generator[Q, Any, Any]
+PgPlan = Generator[Q, Any, T]
 
 
 def _scope_sql(namespace: str, user_id: str | None, agent_id: str | None, category: str | None,

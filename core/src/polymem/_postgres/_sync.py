@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ._driver import _import_psycopg, retryable, run_plan_sync, session_settings
 from ._plans import Plans, Staged, stage_import
 from ._sql import PgPlan, Q, _hash64
 from ._store import PostgresStore, SearchDone, SearchFlow
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class PostgresBackend(PostgresStore, Backend):
@@ -47,7 +50,7 @@ class PostgresBackend(PostgresStore, Backend):
         self._fan_lock = threading.Lock()
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-pg-bookkeeping")
 
-    def _call(self, plan: Callable[..., PgPlan], *args: Any) -> Any:
+    def _call(self, plan: Callable[P, PgPlan[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a plan in one transaction; a serialization failure or deadlock reruns it."""
         for attempt in range(8):
             if self._closed:
@@ -55,9 +58,9 @@ class PostgresBackend(PostgresStore, Backend):
             with self._pool.connection() as conn:
                 try:
                     if plan.__name__ in Plans.READS:
-                        return run_plan_sync(conn, plan(*args))
+                        return run_plan_sync(conn, plan(*args, **kwargs))
                     with conn.transaction():
-                        return run_plan_sync(conn, plan(*args))
+                        return run_plan_sync(conn, plan(*args, **kwargs))
                 except Exception as exc:
                     if not retryable(exc) or attempt == 7:
                         raise
@@ -69,26 +72,26 @@ class PostgresBackend(PostgresStore, Backend):
         held = self.vector_cache.writes_for(items)
         results = self._call(self.plans.insert, items, now, held)
         self.vector_cache.catch_up(held)
-        return results  # type: ignore[no-any-return]
+        return results
 
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
-        return self._call(self.plans.get, namespace, memory_ids)  # type: ignore[no-any-return]
+        return self._call(self.plans.get, namespace, memory_ids)
 
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
              filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
-        return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)  # type: ignore[no-any-return]
+        return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)
 
     def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
                now: datetime, vector: np.ndarray | None, model_id: str | None,
                content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
-        return self._call(self.plans.update, namespace, memory_id, changes,  # type: ignore[no-any-return]
+        return self._call(self.plans.update, namespace, memory_id, changes,
                           expected_version, now, vector, model_id, content_hash, terms)
 
     def delete(self, namespace: str, memory_id: str) -> bool:
-        return self._call(self.plans.delete, namespace, memory_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.delete, namespace, memory_id)
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        return self._call(self.plans.history, namespace, memory_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.history, namespace, memory_id)
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """`_search_flow` driven here: the statements of a batch each on its own pooled connection
@@ -145,7 +148,7 @@ class PostgresBackend(PostgresStore, Backend):
             return self._fan
 
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
-        return self._call(self.plans.count_foreign_vectors, namespace, model_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.count_foreign_vectors, namespace, model_id)
 
     # bookkeeping
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
@@ -160,26 +163,26 @@ class PostgresBackend(PostgresStore, Backend):
 
     # bulk
     def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return self._call(self.plans.active_with_vectors, namespace, model_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.active_with_vectors, namespace, model_id)
 
     def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
-        return self._call(self.plans.vectors, namespace, memory_ids, model_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.vectors, namespace, memory_ids, model_id)
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
-        return self._call(self.plans.pending_reembed, namespace, model_id, limit)  # type: ignore[no-any-return]
+        return self._call(self.plans.pending_reembed, namespace, model_id, limit)
 
     def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         self._call(self.plans.set_vectors, items, model_id)
 
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
-        return self._call(self.plans.export_page, namespace, user_id, after, limit)  # type: ignore[no-any-return]
+        return self._call(self.plans.export_page, namespace, user_id, after, limit)
 
     def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
-        return self._call(self.plans.export_sessions, namespace, user_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.export_sessions, namespace, user_id)
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
-        return self._call(self.plans.import_rows, namespace, rows, sessions, now)  # type: ignore[no-any-return]
+        return self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._call(self.plans.stats, namespace)}
@@ -255,31 +258,31 @@ class PostgresBackend(PostgresStore, Backend):
         self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
 
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
-        return self._call(self.plans.session_info, namespace, session_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_info, namespace, session_id)
 
     def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
-        return self._call(self.plans.session_list, namespace, user_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_list, namespace, user_id)
 
     def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
         self._call(self.plans.session_append, namespace, session_id, messages)
 
     def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
-        return self._call(self.plans.session_messages, namespace, session_id, window_only)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_messages, namespace, session_id, window_only)
 
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return self._call(self.plans.session_evict, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_evict, namespace, session_id, message_ids)
 
     def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return self._call(self.plans.session_forget, namespace, session_id, message_ids)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_forget, namespace, session_id, message_ids)
 
     def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
         self._call(self.plans.session_set_summary, namespace, session_id, summary)
 
     def session_delete(self, namespace: str, session_id: str) -> bool:
-        return self._call(self.plans.session_delete, namespace, session_id)  # type: ignore[no-any-return]
+        return self._call(self.plans.session_delete, namespace, session_id)
 
     def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
-        return self._call(self.plans.sessions_expired, namespace, now)  # type: ignore[no-any-return]
+        return self._call(self.plans.sessions_expired, namespace, now)
 
     # consolidation lock
     @contextmanager

@@ -412,8 +412,7 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
     format marked outdated and `migrate` timed (the set-based rebuild, then VACUUM ANALYZE)."""
     import psycopg
 
-    from polymem import _postgres
-    from polymem._postgres import PostgresBackend, migrate
+    from polymem._postgres import PostgresBackend, _schema, migrate
 
     print(f"\n== full-text rebuild, {size:,} memories, {users} users ==", flush=True)
     rows, vectors, _, _ = make_data(size, users, real)
@@ -438,7 +437,7 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
             print(f"  row-by-row rebuild (before): {time.perf_counter() - started:.1f}s", flush=True)
         outdated()
         phases: dict[str, float] = {}
-        real_plan = _postgres.rebuild_tsv
+        real_plan = _schema.rebuild_tsv
 
         builds: list[tuple[str, float]] = []
 
@@ -462,13 +461,13 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
                         "covering btree" if "INCLUDE" in text else "btree"
                     builds.append((kind, time.perf_counter() - started_q))
 
-        _postgres.rebuild_tsv = timed  # type: ignore[assignment]
+        _schema.rebuild_tsv = timed  # type: ignore[assignment]
         try:
             started = time.perf_counter()
             migrate(url)
             total = time.perf_counter() - started
         finally:
-            _postgres.rebuild_tsv = real_plan
+            _schema.rebuild_tsv = real_plan
         print(f"  set-based rebuild: {total:.1f}s in all (tsv computed and staged {phases['staged']:.1f}s, "
               f"lock + indexes dropped {phases['dropped'] - phases['staged']:.1f}s, UPDATE "
               f"{phases['updated'] - phases['dropped']:.1f}s, indexes built {phases['end'] - phases['updated']:.1f}s, "

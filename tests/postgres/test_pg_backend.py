@@ -1023,9 +1023,8 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
     (a cached copy of vectors stays good) and their trigger is on again."""
     import psycopg
 
-    from polymem import _postgres
     from polymem._backend import NewRecord
-    from polymem._postgres import PostgresBackend, scope_lexeme, tsvector_literal
+    from polymem._postgres import PostgresBackend, _schema, scope_lexeme, tsvector_literal
     from polymem._text import content_hash, terms
 
     backend = PostgresBackend(pg_url)
@@ -1049,7 +1048,7 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
     extra = polymem.MemoryRecord(memory_id="late", content="written during the rebuild", user_id="u1",
                                  created_at=now, updated_at=now, embedding_model=None, namespace="default",
                                  category="fact", source="api", importance=0.5, agent_id=None, session_id=None)
-    real_rebuild = _postgres.rebuild_tsv
+    real_rebuild = _schema.rebuild_tsv
 
     def rebuild_with_writes() -> Any:
         plan = real_rebuild()
@@ -1070,13 +1069,13 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
                     writer.close()
             send = yield q
 
-    _postgres._REBUILD_BATCH, batch = 250, _postgres._REBUILD_BATCH
-    _postgres.rebuild_tsv = rebuild_with_writes  # type: ignore[assignment]
+    _schema._REBUILD_BATCH, batch = 250, _schema._REBUILD_BATCH
+    _schema.rebuild_tsv = rebuild_with_writes  # type: ignore[assignment]
     try:
-        _postgres.migrate(pg_url)
+        _schema.migrate(pg_url)
     finally:
-        _postgres.rebuild_tsv = real_rebuild
-        _postgres._REBUILD_BATCH = batch
+        _schema.rebuild_tsv = real_rebuild
+        _schema._REBUILD_BATCH = batch
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute(indexes).fetchall() == before  # same names, same definitions, all valid
         assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'tsv_format'").fetchone()[0] == "2"

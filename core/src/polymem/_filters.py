@@ -1,9 +1,12 @@
-"""Recall and list filters: validated once, compiled to SQL so they apply inside the search."""
+"""Recall and list filters: validated once (`parse_filter`, one parser for every dialect), then
+compiled to SQL so they apply inside the search (SQLite here: `compile_filter`; PostgreSQL:
+`_postgres.compile_filter_pg`)."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -44,14 +47,29 @@ def _time_value(field: str, value: Any) -> int:
     return to_micros(value)
 
 
-def compile_filter(filter: dict[str, Any] | None, alias: str = "m") -> tuple[str, list[Any]]:
-    """Validate a filter dict and compile it to `(sql, params)` over memory columns."""
+@dataclass(frozen=True)
+class Condition:
+    """One test of a filter, validated: `field op value`, the value checked for the field's kind.
+
+    `kind`: text, time, number, json (a metadata key) or entities. `value`: for `$exists` a bool;
+    for `$in`/`$nin` a non-empty list of scalars; times as microseconds since the epoch; a
+    metadata value as the JSON scalar given (None, bool, number, text); text `$contains` as text.
+    Each dialect compiles conditions and raises nothing itself."""
+
+    field: str
+    kind: str
+    op: str
+    value: Any
+    path: tuple[str, ...] = ()  # the metadata key's parts (kind json)
+
+
+def parse_filter(filter: dict[str, Any] | None) -> list[Condition]:
+    """Validate a filter dict: the one parser behind every dialect (`InvalidFilterError` if bad)."""
     if not filter:
-        return "", []
+        return []
     if not isinstance(filter, dict):
         raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
-    clauses: list[str] = []
-    params: list[Any] = []
+    conditions: list[Condition] = []
     for field, condition in filter.items():
         ops = condition if isinstance(condition, dict) and condition and all(
             isinstance(k, str) and k.startswith("$") for k in condition
@@ -59,28 +77,25 @@ def compile_filter(filter: dict[str, Any] | None, alias: str = "m") -> tuple[str
         for op, value in ops.items():
             if op not in OPERATORS:
                 raise InvalidFilterError(f"unknown filter operator {op!r} on {field!r}; use one of {', '.join(OPERATORS)}")
-            sql, args = _compile_one(field, op, value, alias)
-            clauses.append(sql)
-            params.extend(args)
-    return " AND ".join(clauses), params
+            conditions.append(_parse_one(field, op, value))
+    return conditions
 
 
-def _column(field: str, alias: str) -> tuple[str, str]:
-    """SQL expression and kind (text, time, number, json, entities) of a filter field."""
+def _kind(field: str) -> tuple[str, tuple[str, ...]]:
+    """The kind of a filter field (text, time, number, json, entities) and its metadata key's parts."""
     if field in TEXT_FIELDS:
-        return f"{alias}.{field}", "text"
+        return "text", ()
     if field in TIME_FIELDS:
-        return f"{alias}.{field}", "time"
+        return "time", ()
     if field in NUMBER_FIELDS:
-        return f"{alias}.{field}", "number"
+        return "number", ()
     if field == "entities":
-        return f"{alias}.entities", "entities"
+        return "entities", ()
     if field.startswith("metadata."):
         key = field[len("metadata."):]
         if not _KEY_RE.match(key):
             raise InvalidFilterError(f"bad metadata key {key!r} (letters, digits, _ and - separated by dots)")
-        path = "$." + ".".join(f'"{part}"' for part in key.split("."))
-        return f"json_extract({alias}.metadata, '{path}')", "json"
+        return "json", tuple(key.split("."))
     raise InvalidFilterError(
         f"unknown filter field {field!r}; use one of {', '.join(TEXT_FIELDS + TIME_FIELDS + NUMBER_FIELDS)}, "
         "entities or metadata.<key>"
@@ -98,50 +113,82 @@ def _scalar(kind: str, field: str, value: Any) -> Any:
         if value is not None and not isinstance(value, str):
             raise InvalidFilterError(f"filter on {field} needs text, got {value!r}")
         return value
-    if isinstance(value, bool):
-        return int(value)
     if isinstance(value, (dict, list)):
         raise InvalidFilterError(f"filter on {field} compares scalars only, got {value!r}")
     return value
 
 
-def _compile_one(field: str, op: str, value: Any, alias: str) -> tuple[str, list[Any]]:
-    column, kind = _column(field, alias)
+def _parse_one(field: str, op: str, value: Any) -> Condition:
+    kind, path = _kind(field)
     if op == "$exists":
         if not isinstance(value, bool):
             raise InvalidFilterError("$exists takes true or false")
-        if kind == "entities":
-            return (f"json_array_length({column}) {'>' if value else '='} 0", [])
-        return (f"{column} IS {'NOT ' if value else ''}NULL", [])
+        return Condition(field, kind, op, value, path)
     if op == "$contains":
-        if kind == "entities":
-            return (f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)", [value])
         if kind == "json":
-            return (f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)", [_scalar("json", field, value)])
+            return Condition(field, kind, op, _scalar(kind, field, value), path)
         if kind == "text":
-            return (f"instr({column}, ?) > 0", [str(value)])
-        raise InvalidFilterError(f"$contains does not apply to {field}")
+            return Condition(field, kind, op, str(value), path)
+        if kind != "entities":
+            raise InvalidFilterError(f"$contains does not apply to {field}")
+        return Condition(field, kind, op, value, path)
     if kind == "entities":
         if op == "$eq":
-            return (f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)", [value])
+            return Condition(field, kind, op, value, path)
         raise InvalidFilterError(f"entities support $eq, $contains and $exists, not {op}")
     if op in ("$in", "$nin"):
         if not isinstance(value, (list, tuple)) or not value:
             raise InvalidFilterError(f"{op} on {field} needs a non-empty list")
-        values = [_scalar(kind, field, v) for v in value]
+        return Condition(field, kind, op, [_scalar(kind, field, v) for v in value], path)
+    scalar = _scalar(kind, field, value)
+    if scalar is None and op not in ("$eq", "$ne"):
+        raise InvalidFilterError(f"{op} on {field} cannot compare with null")
+    return Condition(field, kind, op, scalar, path)
+
+
+# -- the SQLite dialect ------------------------------------------------------------------------------
+def compile_filter(filter: dict[str, Any] | None, alias: str = "m") -> tuple[str, list[Any]]:
+    """Validate a filter dict (`parse_filter`) and compile it to SQLite: `(sql, params)` over memory columns."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for condition in parse_filter(filter):
+        sql, args = _compile_sqlite(condition, alias)
+        clauses.append(sql)
+        params.extend(args)
+    return " AND ".join(clauses), params
+
+
+def _sqlite_value(kind: str, value: Any) -> Any:
+    return int(value) if kind == "json" and isinstance(value, bool) else value
+
+
+def _compile_sqlite(c: Condition, alias: str) -> tuple[str, list[Any]]:
+    if c.kind == "json":
+        column = f"json_extract({alias}.metadata, '$." + ".".join(f'"{part}"' for part in c.path) + "')"
+    else:
+        column = f"{alias}.{c.field}"
+    op, kind = c.op, c.kind
+    if op == "$exists":
+        if kind == "entities":
+            return (f"json_array_length({column}) {'>' if c.value else '='} 0", [])
+        return (f"{column} IS {'NOT ' if c.value else ''}NULL", [])
+    if op == "$contains":
+        if kind == "text":
+            return (f"instr({column}, ?) > 0", [c.value])
+        return (f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)", [_sqlite_value(kind, c.value)])
+    if kind == "entities":  # $eq
+        return (f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)", [c.value])
+    if op in ("$in", "$nin"):
+        values = [_sqlite_value(kind, v) for v in c.value]
         marks = ", ".join("?" for _ in values)
         negate = "NOT " if op == "$nin" else ""
         return (f"{column} {negate}IN ({marks})", values)
-    scalar = _scalar(kind, field, value)
+    scalar = _sqlite_value(kind, c.value)
     if scalar is None:
-        if op == "$eq":
-            return (f"{column} IS NULL", [])
-        if op == "$ne":
-            return (f"{column} IS NOT NULL", [])
-        raise InvalidFilterError(f"{op} on {field} cannot compare with null")
+        return (f"{column} IS NULL" if op == "$eq" else f"{column} IS NOT NULL", [])
     if op == "$ne":
         return (f"({column} IS NULL OR {column} != ?)", [scalar])
-    if field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
+    if c.field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
         return (f"({column} IS NULL OR {column} {_SQL_OPS[op]} ?)", [scalar])
     return (f"{column} {_SQL_OPS[op]} ?", [scalar])
 

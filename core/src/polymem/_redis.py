@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ._backend import Backend
 from ._errors import LockTimeoutError, missing_extra
@@ -40,7 +40,11 @@ from ._models import ImportReport, Message, SessionInfo
 from ._postgres import session_dict
 from ._time import from_iso
 
-RedisPlan = Generator[tuple[Any, ...], Any, Any]
+T = TypeVar("T")
+
+# A plan: yields Redis commands (`(script, keys, args)` for EVAL, or a plain command),
+# receives each one's reply, returns its own result.
+RedisPlan = Generator[tuple[Any, ...], Any, T]
 
 _TOUCH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -164,7 +168,7 @@ class RedisPlans:
         return f"{self.prefix}:ns:{hashlib.sha1(namespace.encode()).hexdigest()[:20]}:sessions"
 
     def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> RedisPlan:
+                      now: datetime, expire_at: datetime | None) -> RedisPlan[None]:
         ttl = 0 if expire_at is None else max(1, int((expire_at - now).total_seconds() * 1000))
         yield (_TOUCH, self.keys(namespace, session_id),
                [json.dumps(session_id), json.dumps(user_id), json.dumps(agent_id), _iso_json(now),
@@ -181,12 +185,12 @@ class RedisPlans:
                            created, updated, from_iso(meta.get("expire_at"), "expire_at"), int(total),
                            int(total) - int(evicted))
 
-    def session_info(self, namespace: str, session_id: str) -> RedisPlan:
+    def session_info(self, namespace: str, session_id: str) -> RedisPlan[SessionInfo | None]:
         keys = self.keys(namespace, session_id)
         found = yield (_INFO, [keys[0], keys[1], keys[3]], [])
         return self._info(namespace, session_id, found)
 
-    def session_list(self, namespace: str, user_id: str | None) -> RedisPlan:
+    def session_list(self, namespace: str, user_id: str | None) -> RedisPlan[builtins.list[SessionInfo]]:
         members = yield ("ZRANGE", self.index(namespace), 0, -1)
         infos = []
         for member in members:
@@ -199,7 +203,7 @@ class RedisPlans:
                 infos.append(info)
         return infos
 
-    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> RedisPlan:
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> RedisPlan[None]:
         if not messages:
             return None
         args: builtins.list[Any] = []
@@ -209,7 +213,7 @@ class RedisPlans:
         yield (_APPEND, keys[:3], args)
         return None
 
-    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> RedisPlan:
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> RedisPlan[builtins.list[tuple[Message, int]]]:
         keys = self.keys(namespace, session_id)
         payloads, evicted = yield (_MESSAGES, [keys[1], keys[3]], [])
         out_ids = {_text(e) for e in evicted} if window_only else set()
@@ -221,25 +225,25 @@ class RedisPlans:
             rows.append((Message.from_dict(item["m"]), int(item["t"])))
         return rows
 
-    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan:
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan[int]:
         if not message_ids:
             return 0
         keys = self.keys(namespace, session_id)
         return int((yield (_EVICT, [keys[0], keys[2], keys[3]], list(message_ids))))
 
-    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan:
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> RedisPlan[int]:
         if not message_ids:
             return 0
         keys = self.keys(namespace, session_id)
         return int((yield (_FORGET, [keys[1], keys[2], keys[3]], list(message_ids))))
 
-    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> RedisPlan:
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> RedisPlan[None]:
         yield (_SUMMARY, self.keys(namespace, session_id)[:1], [json.dumps(summary, ensure_ascii=False)])
 
-    def session_delete(self, namespace: str, session_id: str) -> RedisPlan:
+    def session_delete(self, namespace: str, session_id: str) -> RedisPlan[bool]:
         return int((yield (_DELETE, self.keys(namespace, session_id), [session_id]))) > 0
 
-    def sessions_expired(self, namespace: str, now: datetime) -> RedisPlan:
+    def sessions_expired(self, namespace: str, now: datetime) -> RedisPlan[builtins.list[str]]:
         members = yield ("ZRANGE", self.index(namespace), 0, -1)
         expired = []
         for member in members:
@@ -249,7 +253,7 @@ class RedisPlans:
                 expired.append(session_id)
         return expired
 
-    def export_sessions(self, namespace: str, user_id: str | None) -> RedisPlan:
+    def export_sessions(self, namespace: str, user_id: str | None) -> RedisPlan[builtins.list[dict[str, Any]]]:
         out = []
         for info in (yield from self.session_list(namespace, user_id)):
             keys = self.keys(namespace, info.session_id)
@@ -263,7 +267,7 @@ class RedisPlans:
             out.append(session_dict(info, messages))
         return out
 
-    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> RedisPlan:
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> RedisPlan[int]:
         count = 0
         for session in sessions:
             created = from_iso(session.get("created_at"), "created_at")
@@ -288,11 +292,22 @@ def _command(item: tuple[Any, ...]) -> tuple[Any, ...]:
     return item
 
 
-class RedisWorkingMemory:
-    """Working memory (the `session_*` methods of `Backend`) in Redis, sync.
+class _AsyncClient(Protocol):
+    """What the working memory calls on a `redis.asyncio.Redis` (whose methods are unannotated)."""
 
-    `url` is a redis-py URL (`redis://host:6379/0`, `rediss://...`, `unix://...`).
-    """
+    async def execute_command(self, *args: Any) -> Any: ...
+
+    @property
+    def connection_pool(self) -> _Pool: ...
+
+
+class _Pool(Protocol):
+    def reset(self) -> None: ...
+
+
+class _RedisSessions:
+    """What both working memories share: the plans, a sync client, the lock, and the two
+    methods that stay synchronous in the async one (`session_list`, `session_delete`)."""
 
     def __init__(self, url: str, *, prefix: str = "polymem") -> None:
         redis = _import_redis()
@@ -300,51 +315,21 @@ class RedisWorkingMemory:
         self.plans = RedisPlans(prefix)
         self.client = redis.Redis.from_url(url)
 
-    def _run(self, plan: RedisPlan) -> Any:
+    def _run(self, plan: RedisPlan[T]) -> T:
         send: Any = None
         while True:
             try:
                 item = plan.send(send)
             except StopIteration as stop:
-                return stop.value
-            send = self.client.execute_command(*_command(item))  # type: ignore[no-untyped-call]
-
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None:
-        self._run(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
-
-    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
-        return self._run(self.plans.session_info(namespace, session_id))  # type: ignore[no-any-return]
+                result: T = stop.value  # what the plan returns
+                return result
+            send = self.client.execute_command(*_command(item))
 
     def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
-        return self._run(self.plans.session_list(namespace, user_id))  # type: ignore[no-any-return]
-
-    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
-        self._run(self.plans.session_append(namespace, session_id, messages))
-
-    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
-        return self._run(self.plans.session_messages(namespace, session_id, window_only))  # type: ignore[no-any-return]
-
-    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return self._run(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
-
-    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
-        return self._run(self.plans.session_forget(namespace, session_id, message_ids))  # type: ignore[no-any-return]
-
-    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
-        self._run(self.plans.session_set_summary(namespace, session_id, summary))
+        return self._run(self.plans.session_list(namespace, user_id))
 
     def session_delete(self, namespace: str, session_id: str) -> bool:
-        return self._run(self.plans.session_delete(namespace, session_id))  # type: ignore[no-any-return]
-
-    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
-        return self._run(self.plans.sessions_expired(namespace, now))  # type: ignore[no-any-return]
-
-    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
-        return self._run(self.plans.export_sessions(namespace, user_id))  # type: ignore[no-any-return]
-
-    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
-        return self._run(self.plans.import_sessions(namespace, sessions, now))  # type: ignore[no-any-return]
+        return self._run(self.plans.session_delete(namespace, session_id))
 
     def lock(self, name: str, *, ttl: float = 30.0) -> RedisLock:
         return RedisLock(self.client, f"{self.plans.prefix}:lock:{name}", ttl=ttl)
@@ -357,7 +342,45 @@ class RedisWorkingMemory:
         self.client.close()
 
 
-class AsyncRedisWorkingMemory(RedisWorkingMemory):
+class RedisWorkingMemory(_RedisSessions):
+    """Working memory (the `session_*` methods of `Backend`) in Redis, sync.
+
+    `url` is a redis-py URL (`redis://host:6379/0`, `rediss://...`, `unix://...`).
+    """
+
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None:
+        self._run(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        return self._run(self.plans.session_info(namespace, session_id))
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
+        self._run(self.plans.session_append(namespace, session_id, messages))
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
+        return self._run(self.plans.session_messages(namespace, session_id, window_only))
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._run(self.plans.session_evict(namespace, session_id, message_ids))
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._run(self.plans.session_forget(namespace, session_id, message_ids))
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
+        self._run(self.plans.session_set_summary(namespace, session_id, summary))
+
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        return self._run(self.plans.sessions_expired(namespace, now))
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._run(self.plans.export_sessions(namespace, user_id))
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return self._run(self.plans.import_sessions(namespace, sessions, now))
+
+
+class AsyncRedisWorkingMemory(_RedisSessions):
     """`RedisWorkingMemory` with coroutine methods (redis.asyncio), for `AsyncMemory`.
 
     `session_list` and `session_delete` stay synchronous (on a sync client) because
@@ -368,59 +391,55 @@ class AsyncRedisWorkingMemory(RedisWorkingMemory):
         super().__init__(url, prefix=prefix)
         import redis.asyncio
 
-        self.aclient = redis.asyncio.Redis.from_url(url)
+        self.aclient: _AsyncClient = redis.asyncio.Redis.from_url(url)
 
-    async def _arun(self, plan: RedisPlan) -> Any:
+    async def _arun(self, plan: RedisPlan[T]) -> T:
         send: Any = None
         while True:
             try:
                 item = plan.send(send)
             except StopIteration as stop:
-                return stop.value
-            send = await self.aclient.execute_command(*_command(item))  # type: ignore[no-untyped-call]
+                result: T = stop.value  # what the plan returns
+                return result
+            send = await self.aclient.execute_command(*_command(item))
 
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None,  # type: ignore[override]
+    async def session_touch(self, namespace: str, session_id: str, user_id: str | None,
                             agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:
         await self._arun(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
 
-    async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:  # type: ignore[override]
-        return await self._arun(self.plans.session_info(namespace, session_id))  # type: ignore[no-any-return]
+    async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        return await self._arun(self.plans.session_info(namespace, session_id))
 
-    async def session_append(self, namespace: str, session_id: str,  # type: ignore[override]
+    async def session_append(self, namespace: str, session_id: str,
                              messages: Sequence[tuple[Message, int]]) -> None:
         await self._arun(self.plans.session_append(namespace, session_id, messages))
 
-    async def session_messages(self, namespace: str, session_id: str,  # type: ignore[override]
+    async def session_messages(self, namespace: str, session_id: str,
                                window_only: bool) -> builtins.list[tuple[Message, int]]:
-        return await self._arun(self.plans.session_messages(namespace, session_id, window_only))  # type: ignore[no-any-return]
+        return await self._arun(self.plans.session_messages(namespace, session_id, window_only))
 
-    async def session_evict(self, namespace: str, session_id: str,  # type: ignore[override]
-                            message_ids: Sequence[str]) -> int:
-        return await self._arun(self.plans.session_evict(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+    async def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return await self._arun(self.plans.session_evict(namespace, session_id, message_ids))
 
-    async def session_forget(self, namespace: str, session_id: str,  # type: ignore[override]
-                             message_ids: Sequence[str]) -> int:
-        return await self._arun(self.plans.session_forget(namespace, session_id, message_ids))  # type: ignore[no-any-return]
+    async def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return await self._arun(self.plans.session_forget(namespace, session_id, message_ids))
 
-    async def session_set_summary(self, namespace: str, session_id: str,  # type: ignore[override]
-                                  summary: str | None) -> None:
+    async def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
         await self._arun(self.plans.session_set_summary(namespace, session_id, summary))
 
-    async def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:  # type: ignore[override]
-        return await self._arun(self.plans.sessions_expired(namespace, now))  # type: ignore[no-any-return]
+    async def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        return await self._arun(self.plans.sessions_expired(namespace, now))
 
-    async def export_sessions(self, namespace: str,  # type: ignore[override]
-                              user_id: str | None) -> builtins.list[dict[str, Any]]:
-        return await self._arun(self.plans.export_sessions(namespace, user_id))  # type: ignore[no-any-return]
+    async def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return await self._arun(self.plans.export_sessions(namespace, user_id))
 
-    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]],  # type: ignore[override]
-                              now: datetime) -> int:
-        return await self._arun(self.plans.import_sessions(namespace, sessions, now))  # type: ignore[no-any-return]
+    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return await self._arun(self.plans.import_sessions(namespace, sessions, now))
 
     def close(self) -> None:
         super().close()
         # The async client's connections belong to its loop; dropping the pool is enough here.
-        self.aclient.connection_pool.reset()  # type: ignore[no-untyped-call]
+        self.aclient.connection_pool.reset()
 
 
 _SESSION_METHODS = ("session_touch", "session_info", "session_list", "session_append", "session_messages",
@@ -463,9 +482,9 @@ class CompositeBackend:
 
     async def _aimport_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                             now: datetime) -> ImportReport:
-        report = await _maybe_await(self.long_term.import_rows(namespace, rows, [], now))
+        report: ImportReport = await _maybe_await(self.long_term.import_rows(namespace, rows, [], now))
         report.sessions = await _maybe_await(self.working.import_sessions(namespace, sessions, now))
-        return report  # type: ignore[no-any-return]
+        return report
 
     def stats(self, namespace: str) -> dict[str, Any]:
         out: dict[str, Any] = self.long_term.stats(namespace)
@@ -557,7 +576,7 @@ def open_composite(long_term_url: str, redis_url: str, *, asynchronous: bool = F
         from ._postgres_async import AsyncPostgresBackend
 
         return CompositeBackend(AsyncPostgresBackend(long_term_url), AsyncRedisWorkingMemory(redis_url))
-    working: RedisWorkingMemory = AsyncRedisWorkingMemory(redis_url) if asynchronous else RedisWorkingMemory(redis_url)
+    working: _RedisSessions = AsyncRedisWorkingMemory(redis_url) if asynchronous else RedisWorkingMemory(redis_url)
     if long_term_url.startswith(("postgresql", "postgres")):
         from ._postgres import PostgresBackend
 

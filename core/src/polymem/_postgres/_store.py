@@ -1,0 +1,69 @@
+"""What the sync and the async store share: everything but the connection."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Generator
+from typing import Any
+
+from .._backend import Candidate, SearchRequest
+from .._errors import PolymemError
+from ._cache import DEFAULT_VECTOR_CACHE_MB, TermStatistics, VectorCache, cached_rows
+from ._driver import _import_psycopg, split_url, vector_dumper
+from ._plans import Plans, search_statements
+from ._schema import migrate
+from ._sql import Q
+
+# A search as batches of statements to run side by side: yields a batch, receives its results
+# (in the batch's order), returns the candidates and the scope to copy into the vector cache.
+SearchDone = tuple[builtins.list[Candidate], tuple[str, str, str] | None]
+SearchFlow = Generator[builtins.list[Q], builtins.list[Any], SearchDone]
+
+
+class PostgresStore:
+    """`PostgresBackend` and `AsyncPostgresBackend` without their connections: the URL's
+    options, the plans, the vector cache, the migration on open, the vector type's dumper,
+    and the search's logic (`_search_flow`), which each store only drives."""
+
+    def __init__(self, url: str, *, auto_migrate: bool) -> None:
+        psycopg = _import_psycopg()
+        self.conninfo, self.url, self._options = split_url(url)
+        self.plans = Plans()
+        if "ef_search" in self._options:
+            self.plans.ef_search = int(self._options["ef_search"])
+        self.vector_cache = VectorCache(
+            int(float(self._options.get("vector_cache_mb", DEFAULT_VECTOR_CACHE_MB)) * 2**20))
+        if auto_migrate:
+            migrate(url)
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            info = psycopg.types.TypeInfo.fetch(conn, "vector")
+            if info is None:
+                raise PolymemError("the pgvector extension is missing; run polymem migrate")
+            self._dumper = vector_dumper(info.oid)
+
+    def _pool_sizes(self, min_size: int, max_size: int | None) -> tuple[int, int]:
+        return (int(self._options.get("pool_min_size", min_size)),
+                int(self._options.get("pool_max_size", max_size or 10)))
+
+    def _search_flow(self, request: SearchRequest) -> SearchFlow:
+        """Vector and full-text candidates side by side, merged when both are back. A recall
+        scoped to one user whose vectors this process holds (`VectorCache`) takes its vector
+        candidates from the copy, checked against the scope's stamp; a scope not yet copied is
+        returned for the store to load in the background."""
+        if self.plans.term_statistics.due():
+            (row,) = yield [TermStatistics.STATEMENT]
+            self.plans.term_statistics.update(row)
+        statements, key, entry = search_statements(self.plans, self.vector_cache, request)
+        results = yield statements
+        load = None
+        if key is not None:
+            if entry is not None:
+                rows = cached_rows(results[0], entry)
+                if rows is None:  # written to since the copy: this time in SQL
+                    self.vector_cache.drop(key, entry.stamp)
+                    (rows,) = yield [self.plans.search_statements(request)[0]]
+                    entry = None
+                results[0] = rows
+            if entry is None and self.vector_cache.claim(key):
+                load = key
+        return self.plans.merge_search(results), load

@@ -1,0 +1,320 @@
+"""`PostgresBackend`: the PostgreSQL store over a psycopg connection pool, driving `Plans`."""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from .._backend import Backend, Bookkeeping, Candidate, NewRecord, SearchRequest
+from .._errors import LockTimeoutError, StoreClosedError, missing_extra
+from .._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._cache import scope_load_statement, scope_vectors
+from ._driver import _import_psycopg, retryable, run_plan_sync, session_settings
+from ._plans import Plans, Staged, stage_import
+from ._sql import PgPlan, Q, _hash64
+from ._store import PostgresStore, SearchDone, SearchFlow
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class PostgresBackend(PostgresStore, Backend):
+    """PostgreSQL + pgvector over a psycopg connection pool (thread-safe)."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int | None = None, auto_migrate: bool = True) -> None:
+        _import_psycopg()
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:  # pragma: no cover
+            raise missing_extra("psycopg_pool", "postgres") from None
+        super().__init__(url, auto_migrate=auto_migrate)
+
+        def configure(conn: Any) -> None:
+            conn.adapters.register_dumper(np.ndarray, self._dumper)
+            conn.execute(session_settings(self.plans))
+
+        min_size, max_size = self._pool_sizes(min_size, max_size)
+        self._pool = ConnectionPool(
+            self.conninfo, min_size=min_size, max_size=max_size,
+            kwargs={"autocommit": True}, configure=configure, open=True, name="polymem")
+        self._closed = False
+        self._fan: Any = None  # threads running the second statement of a search
+        self._load: Any = None  # the thread copying a scope's vectors into `vector_cache`
+        self._fan_lock = threading.Lock()
+        self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-pg-bookkeeping")
+
+    def _call(self, plan: Callable[P, PgPlan[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a plan in one transaction; a serialization failure or deadlock reruns it."""
+        for attempt in range(8):
+            if self._closed:
+                raise StoreClosedError("the store is closed")
+            with self._pool.connection() as conn:
+                try:
+                    if plan.__name__ in Plans.READS:
+                        return run_plan_sync(conn, plan(*args, **kwargs))
+                    with conn.transaction():
+                        return run_plan_sync(conn, plan(*args, **kwargs))
+                except Exception as exc:
+                    if not retryable(exc) or attempt == 7:
+                        raise
+            time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # records
+    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+        held = self.vector_cache.writes_for(items)
+        results = self._call(self.plans.insert, items, now, held)
+        self.vector_cache.catch_up(held)
+        return results
+
+    def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.get, namespace, memory_ids)
+
+    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
+             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)
+
+    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
+               now: datetime, vector: np.ndarray | None, model_id: str | None,
+               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+        return self._call(self.plans.update, namespace, memory_id, changes,
+                          expected_version, now, vector, model_id, content_hash, terms)
+
+    def delete(self, namespace: str, memory_id: str) -> bool:
+        return self._call(self.plans.delete, namespace, memory_id)
+
+    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.history, namespace, memory_id)
+
+    def search(self, request: SearchRequest) -> builtins.list[Candidate]:
+        """`_search_flow` driven here: the statements of a batch each on its own pooled connection
+        (the second from a helper thread); a scope to copy is loaded by another thread."""
+        flow: SearchFlow = self._search_flow(request)
+        try:
+            batch = next(flow)
+            while True:
+                batch = flow.send(self._side_by_side(batch))
+        except StopIteration as stop:
+            done: SearchDone = stop.value
+        candidates, load = done
+        if load is not None:
+            self._loader().submit(self._load_scope, load, request)
+        return candidates
+
+    def _side_by_side(self, statements: builtins.list[Q]) -> builtins.list[Any]:
+        if len(statements) < 2:
+            return [self._call(self.plans.run, q) for q in statements]
+        other = self._fan_out().submit(self._call, self.plans.run, statements[1])
+        try:
+            first = self._call(self.plans.run, statements[0])
+        finally:
+            second = other.result()
+        return [first, second]
+
+    def _load_scope(self, key: tuple[str, str, str], request: SearchRequest) -> None:
+        entry = None
+        try:
+            assert request.query_vector is not None
+            dim = len(request.query_vector)
+            limit = self.vector_cache.max_rows(dim)
+            entry = scope_vectors(self._call(self.plans.run, scope_load_statement(request, limit)), dim, limit)
+        except Exception:  # noqa: BLE001 - a copy that failed to load is simply not made
+            pass
+        finally:
+            self.vector_cache.put(key, entry)
+
+    def _loader(self) -> Any:
+        """The thread making cache copies (one at a time: never in the way of the search fan-out)."""
+        with self._fan_lock:
+            if self._load is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._load = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-pg-cache")
+            return self._load
+
+    def _fan_out(self) -> Any:
+        with self._fan_lock:
+            if self._fan is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._fan = ThreadPoolExecutor(max_workers=self._pool.max_size, thread_name_prefix="polymem-pg-search")
+            return self._fan
+
+    def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
+        return self._call(self.plans.count_foreign_vectors, namespace, model_id)
+
+    # bookkeeping
+    def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
+        if bonuses:
+            self._bookkeeping.put((namespace, list(bonuses), now))
+
+    def _write_bonuses(self, batch: Sequence[tuple[str, Sequence[tuple[str, float]], datetime]]) -> None:
+        self._call(self.plans.reinforce_batch, batch)
+
+    def flush(self) -> None:
+        self._bookkeeping.flush()
+
+    # bulk
+    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._call(self.plans.active_with_vectors, namespace, model_id)
+
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        return self._call(self.plans.vectors, namespace, memory_ids, model_id)
+
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
+        return self._call(self.plans.pending_reembed, namespace, model_id, limit)
+
+    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        self._call(self.plans.set_vectors, items, model_id)
+
+    def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
+        return self._call(self.plans.export_page, namespace, user_id, after, limit)
+
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._call(self.plans.export_sessions, namespace, user_id)
+
+    def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                    now: datetime) -> ImportReport:
+        return self._call(self.plans.import_rows, namespace, rows, sessions, now)
+
+    def stats(self, namespace: str) -> dict[str, Any]:
+        return {"url": self.url, **self._call(self.plans.stats, namespace)}
+
+    def bulk_import(self, namespace: str, batches: Iterable[Sequence[dict[str, Any]]], now: datetime, *,
+                    build_index: bool = True) -> ImportReport:
+        """Load many batches (each its own transaction; rows as `import_rows` takes them) with
+        the vector indexes of their models (HNSW, covering scan index) dropped, then build each
+        once (`build_vector_indexes`).
+
+        A worker thread stages batch n+1 (rows to COPY tuples: tsvectors, versions, vector bytes)
+        while batch n loads; the next batch is only pulled from `batches` once that is done, so
+        the caller's own work never overlaps the load.
+
+        A maintenance operation: until the build, recalls are exact scans through the heap.
+        A crash mid-way leaves no index; the next write of the model creates them again.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        report = ImportReport()
+        models: dict[str, int] = {}
+
+        def load(batch: Sequence[dict[str, Any]], staged: Staged) -> None:
+            for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in batch
+                               if r.get("vector") is not None}:
+                if model is not None and model not in models:
+                    models[model] = dim
+                    self.plans.deferred.add(model)
+                    self._call(self.plans.drop_vector_index, model)
+            part = self._call(self.plans.import_rows, namespace, batch, [], now, True, staged)
+            report.imported += part.imported
+            report.duplicates += part.duplicates
+
+        self._gather_text_index_writes(True)
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-stage") as pool:
+                pending: tuple[Sequence[dict[str, Any]], Staged] | None = None
+                for batch in batches:
+                    future = pool.submit(stage_import, namespace, batch)
+                    if pending is not None:
+                        load(*pending)
+                    pending = (batch, future.result())
+                if pending is not None:
+                    load(*pending)
+        finally:
+            self._gather_text_index_writes(False)
+        if build_index:
+            self.build_vector_indexes(models)
+        return report
+
+    def _gather_text_index_writes(self, gather: bool) -> None:
+        """While `bulk_import` loads, the full-text index gathers the new entries in its pending
+        list and merges them in bulk (100k rows: 8,300/s entry by entry); afterwards it merges
+        what is left and takes each write at once again (migration 8)."""
+        with self._pool.connection() as conn:
+            conn.execute(f"ALTER INDEX polymem_memories_tsv SET (fastupdate = {'on' if gather else 'off'})")
+            if not gather:
+                conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)")
+
+    def build_vector_indexes(self, models: dict[str, int] | None = None) -> None:
+        """Build the vector indexes (HNSW, covering scan index) of every deferred model
+        (`{model_id: dimension}`), then VACUUM ANALYZE the memories: fresh statistics, and
+        pages marked all-visible, which index-only scans of the covering index need."""
+        for model, dim in (models or {}).items():
+            self._call(self.plans.build_vector_index, model, dim)
+        if models:
+            with self._pool.connection() as conn:
+                conn.execute("VACUUM (ANALYZE) polymem_memories")
+
+    # working memory
+    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
+                      now: datetime, expire_at: datetime | None) -> None:
+        self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
+
+    def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
+        return self._call(self.plans.session_info, namespace, session_id)
+
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
+        return self._call(self.plans.session_list, namespace, user_id)
+
+    def session_append(self, namespace: str, session_id: str, messages: Sequence[tuple[Message, int]]) -> None:
+        self._call(self.plans.session_append, namespace, session_id, messages)
+
+    def session_messages(self, namespace: str, session_id: str, window_only: bool) -> builtins.list[tuple[Message, int]]:
+        return self._call(self.plans.session_messages, namespace, session_id, window_only)
+
+    def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._call(self.plans.session_evict, namespace, session_id, message_ids)
+
+    def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
+        return self._call(self.plans.session_forget, namespace, session_id, message_ids)
+
+    def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None:
+        self._call(self.plans.session_set_summary, namespace, session_id, summary)
+
+    def session_delete(self, namespace: str, session_id: str) -> bool:
+        return self._call(self.plans.session_delete, namespace, session_id)
+
+    def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]:
+        return self._call(self.plans.sessions_expired, namespace, now)
+
+    # consolidation lock
+    @contextmanager
+    def consolidation_lock(self, namespace: str = "default", *, timeout: float | None = None,
+                           poll: float = 0.2) -> Iterator[None]:
+        """Hold the namespace's consolidation lock (a session advisory lock on a dedicated
+        connection): PostgreSQL drops it when the holder's connection dies, so a killed
+        consolidator never blocks the next; keepalives make a vanished host count as dead."""
+        psycopg = _import_psycopg()
+        key = _hash64("consolidate\x00" + namespace)
+        conn = psycopg.connect(self.conninfo, autocommit=True, keepalives=1, keepalives_idle=5,
+                               keepalives_interval=2, keepalives_count=3)
+        try:
+            conn.execute("SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3")
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise LockTimeoutError(f"another instance is consolidating namespace {namespace!r}")
+                time.sleep(poll)
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._bookkeeping.close()
+        self._closed = True
+        for executor in (self._fan, self._load):
+            if executor is not None:
+                executor.shutdown(wait=True)
+        self._pool.close()

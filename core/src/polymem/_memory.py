@@ -73,7 +73,7 @@ def _load_factory(spec: str) -> Callable[..., Any]:
     import importlib
 
     module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return cast(Callable[..., Any], getattr(importlib.import_module(module), name))
 
 
 def make_backend(url: str, *, asynchronous: bool = False, working_memory: str | None = None) -> Backend:
@@ -87,7 +87,7 @@ def make_backend(url: str, *, asynchronous: bool = False, working_memory: str | 
     from ._redis import CompositeBackend
 
     working = _load_factory(WORKING_MEMORY[scheme][1 if asynchronous else 0])(working_memory)
-    return CompositeBackend(backend, working)  # type: ignore[return-value]
+    return cast(Backend, CompositeBackend(backend, working))
 
 
 def _long_term_backend(url: str, asynchronous: bool) -> Backend:
@@ -113,7 +113,7 @@ def _long_term_backend(url: str, asynchronous: bool) -> Backend:
         hint = {"http": "server", "https": "server"}.get(scheme)
         extra = f" Install it with `pip install polymem[{hint}]`." if hint else ""
         raise InvalidURLError(f"no backend for {scheme!r} URLs.{extra}")
-    return _load_factory(spec)(url)  # type: ignore[no-any-return]
+    return cast(Backend, _load_factory(spec)(url))
 
 
 def _entry_point(scheme: str) -> str | None:

@@ -48,6 +48,7 @@ from typing import Any
 
 from .._errors import InvalidInput
 from .._models import ImportReport, MemoryRecord, Message
+from .._plan import adrive, drive
 from .._scoring import ScoringPolicy
 from ._formats import READERS, MemoryData, Options, Parsed
 
@@ -173,14 +174,17 @@ def import_file(mem: Any, format: str, path: str | Path, *, user_id: str | None 
     parsed, report = _prepare(mem, format, path, user_id, agent_id, session_id, table)
     if parsed is None:
         return _snapshot_report(report, mem.import_snapshot(Path(path), progress=progress))
-    plan = _plan(mem, format, parsed, report, extract, progress)
-    result: Any = None
-    while True:
-        try:
-            func, args, kwargs = plan.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        result = func(*args, **kwargs)
+    return drive(_plan(mem, format, parsed, report, extract, progress), _call)
+
+
+def _call(step: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]) -> Any:
+    func, args, kwargs = step
+    return func(*args, **kwargs)
+
+
+async def _acall(step: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]) -> Any:
+    result = _call(step)
+    return await result if inspect.isawaitable(result) else result
 
 
 async def aimport_file(mem: Any, format: str, path: str | Path, *, user_id: str | None = None,  # noqa: A002
@@ -191,13 +195,4 @@ async def aimport_file(mem: Any, format: str, path: str | Path, *, user_id: str 
     parsed, report = _prepare(mem, format, path, user_id, agent_id, session_id, table)
     if parsed is None:
         return _snapshot_report(report, await mem.import_snapshot(Path(path), progress=progress))
-    plan = _plan(mem, format, parsed, report, extract, progress)
-    result: Any = None
-    while True:
-        try:
-            func, args, kwargs = plan.send(result)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        result = func(*args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
+    return await adrive(_plan(mem, format, parsed, report, extract, progress), _acall)

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 from fastapi import Depends, FastAPI, Header, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -114,16 +114,36 @@ def _tag(op: type[Operation[Any]]) -> str:
     return "meta" if op in (ops.Stats, ops.Flush) else "memory"
 
 
+_STREAM = {"application/x-ndjson": {"schema": {"type": "string", "format": "binary"}}}
+
+
 def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: Service, metrics: Metrics) -> None:
-    """One operation of the table as a route: its body model in, its codec's schema out."""
+    """One operation of the table as a route: its body model in, its codec's schema out.
+
+    A streamed request (import) arrives as JSON lines, spooled before the operation runs; a
+    streamed answer (export) leaves as JSON lines with the count in `x-polymem-count`."""
     method, path = op.route.split(" ", 1)
     body_model = op.body_model()
     path_fields = [k for k in op.wire_fields() if "{" + k + "}" in path]
 
-    async def endpoint(ctx: Context, body: BaseModel | None = None, **path_values: str) -> Response:
-        values = dict(body) if body is not None else {}
+    async def endpoint(ctx: Context, request: Request, body: BaseModel | None = None,
+                       **path_values: str) -> Response:
+        values: dict[str, Any] = dict(body) if body is not None else {}
         values.update(path_values)
-        result = await service.execute(ctx, op.model_construct(**values))
+        if op.streams == "request":
+            # Checked before the upload is read, not only by the service once it is spooled.
+            ctx.grant.require_admin() if op.permission == "admin" else ctx.grant.require(op.permission)
+            with tempfile.SpooledTemporaryFile(max_size=8 << 20) as spool:
+                async for chunk in request.stream():
+                    spool.write(chunk)
+                spool.seek(0)
+                result = await service.execute(ctx, op.model_construct(**values, source=spool))
+        elif op.streams == "response":
+            handle, count = await service.export_stream(ctx, cast(ops.ExportSnapshot, op.model_construct(**values)))
+            return StreamingResponse(_chunks(handle), media_type="application/x-ndjson",
+                                     headers={"x-polymem-count": str(count)})
+        else:
+            result = await service.execute(ctx, op.model_construct(**values))
         if result is None and op.missing_is_none:
             raise NotFoundError(f"no memory {values.get('memory_id')!r}")
         if isinstance(result, MemoryRecord) and result.metadata.get("polymem_flags") and op is ops.Save:
@@ -132,15 +152,32 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
             metrics.event("read_withheld", "recall")
         return _json(op.codec.encode(result))
 
-    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=ctx_type)]
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=ctx_type),
+              inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)]
     if body_model is not None:
         params.append(inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=body_model))
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str) for k in path_fields]
     vars(endpoint)["__signature__"] = inspect.Signature(params, return_annotation=Response)
-    statuses = (*(BODY if body_model is not None else ()), *op.statuses, *((404,) if op.missing_is_none else ()))
-    app.add_api_route(path, endpoint, methods=[method], name=op.name, response_model=op.codec.schema,
-                      responses=errors(*statuses), tags=[_tag(op)], summary=_summary(op),
-                      description=op.__doc__ or "")
+    statuses = (*(BODY if body_model is not None or op.streams else ()), *op.statuses,
+                *((404,) if op.missing_is_none else ()))
+    responses = errors(*statuses)
+    extra: dict[str, Any] = {}
+    if op.streams == "response":
+        responses[200] = {"description": "A polymem JSONL snapshot, streamed.", "content": _STREAM}
+        extra["response_class"] = StreamingResponse
+    else:
+        extra["response_model"] = op.codec.schema
+    if op.streams == "request":
+        extra["openapi_extra"] = {"requestBody": {"required": True, "content": _STREAM}}
+    app.add_api_route(path, endpoint, methods=[method], name=op.name, responses=responses,
+                      tags=["snapshots" if op.streams else _tag(op)], summary=_summary(op),
+                      description=op.__doc__ or "", **extra)
+
+
+def _chunks(handle: IO[bytes]) -> Any:
+    with handle:
+        while block := handle.read(1 << 16):
+            yield block
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -204,7 +241,7 @@ class Limits:
         async def fail(exc: PolymemError) -> None:
             if not started:
                 response = _error(exc, rid)
-                await response(scope, receive, send_wrapper)  # type: ignore[arg-type]
+                await response(scope, receive, cast(Any, send_wrapper))
 
         self.metrics.inflight += 1
         try:
@@ -242,7 +279,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     app = FastAPI(title="polymem", version=__version__, lifespan=lifespan,
                   description="One memory for every agent framework. Errors are JSON bodies with a stable `code`.")
     app.state.service, app.state.metrics = service, metrics
-    app.add_middleware(Limits, service=service, metrics=metrics, max_body_bytes=max_body_bytes,  # type: ignore[arg-type]
+    app.add_middleware(cast(Any, Limits), service=service, metrics=metrics, max_body_bytes=max_body_bytes,
                        max_import_bytes=max_import_bytes, timeout=timeout, long_timeout=long_timeout)
     bearer = HTTPBearer(auto_error=False, description="A polymem token: `polymem token create`.")
 
@@ -304,37 +341,7 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
                       "actor": ctx.actor, "grant": ctx.grant.to_dict()})
 
     for op in OPERATIONS:
-        if op.streams is None:
-            _add_route(app, op, Ctx, service, metrics)
-
-    @app.post(ops.ExportSnapshot.route.split(" ")[1], responses={**errors(*BODY), 200: {
-        "description": "A polymem JSONL snapshot, streamed.",
-        "content": {"application/x-ndjson": {"schema": {"type": "string", "format": "binary"}}}}},
-        response_class=StreamingResponse, tags=["snapshots"], summary=_summary(ops.ExportSnapshot))
-    async def export(body: ops.ExportSnapshot.body_model(), ctx: Ctx) -> Response:  # type: ignore[valid-type]
-        handle, count = await service.export(ctx, body.user_id)
-
-        def chunks() -> Any:
-            with handle:
-                while block := handle.read(1 << 16):
-                    yield block
-
-        return StreamingResponse(chunks(), media_type="application/x-ndjson",
-                                 headers={"x-polymem-count": str(count)})
-
-    @app.post(ops.ImportSnapshot.route.split(" ")[1], response_model=ops.ImportSnapshot.codec.schema,
-              responses=errors(*BODY), tags=["snapshots"], summary=_summary(ops.ImportSnapshot),
-              openapi_extra={"requestBody": {"required": True, "content": {
-                  "application/x-ndjson": {"schema": {"type": "string", "format": "binary"}}}}})
-    async def import_(request: Request, ctx: Ctx) -> Response:
-        ctx.grant.require_admin()
-        spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=8 << 20)
-        with spool:
-            async for chunk in request.stream():
-                spool.write(chunk)
-            spool.seek(0)
-            report = await service.import_(ctx, spool)
-        return _json(ops.ImportSnapshot.codec.encode(report))
+        _add_route(app, op, Ctx, service, metrics)
 
     @app.post("/v1/embed", response_model=VectorsOut, responses=errors(*BODY), tags=["meta"])
     async def embed(body: EmbedIn, ctx: Ctx) -> Response:

@@ -453,9 +453,10 @@ class Service:
 
         return await self._shielded(work())
 
-    async def export(self, ctx: Context, user_id: str | None) -> tuple[IO[bytes], int]:
+    async def export_stream(self, ctx: Context, op: ops.ExportSnapshot) -> tuple[IO[bytes], int]:
         """Write the snapshot to a temporary file (streamed to the client by the app)."""
         ctx.grant.require("read")
+        user_id = op.user_id
         if ctx.grant.users is not None:
             user_id = self._write_user(ctx.grant, user_id)
         target: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the streaming response
@@ -464,11 +465,11 @@ class Service:
         await self._audit(ctx, "export", detail={"user_id": user_id, "memories": count})
         return target, count
 
-    async def import_(self, ctx: Context, source: IO[bytes]) -> ImportReport:
+    async def import_snapshot(self, ctx: Context, op: ops.ImportSnapshot) -> ImportReport:
         ctx.grant.require_admin()
 
         async def work() -> ImportReport:
-            report = await self.store(ctx.namespace).import_snapshot(source)
+            report = await self.store(ctx.namespace).import_snapshot(op.source)
             await self._audit(ctx, "import", detail=report.to_dict())
             return report
 

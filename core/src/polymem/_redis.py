@@ -37,6 +37,7 @@ from ._backend import Backend
 from ._errors import LockTimeoutError, missing_extra
 from ._filters import dumps, to_micros
 from ._models import ImportReport, Message, SessionInfo
+from ._plan import adrive, drive
 from ._postgres import session_dict
 from ._time import from_iso
 
@@ -316,14 +317,7 @@ class _RedisSessions:
         self.client = redis.Redis.from_url(url)
 
     def _run(self, plan: RedisPlan[T]) -> T:
-        send: Any = None
-        while True:
-            try:
-                item = plan.send(send)
-            except StopIteration as stop:
-                result: T = stop.value  # what the plan returns
-                return result
-            send = self.client.execute_command(*_command(item))
+        return drive(plan, lambda item: self.client.execute_command(*_command(item)))
 
     def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]:
         return self._run(self.plans.session_list(namespace, user_id))
@@ -394,14 +388,7 @@ class AsyncRedisWorkingMemory(_RedisSessions):
         self.aclient: _AsyncClient = redis.asyncio.Redis.from_url(url)
 
     async def _arun(self, plan: RedisPlan[T]) -> T:
-        send: Any = None
-        while True:
-            try:
-                item = plan.send(send)
-            except StopIteration as stop:
-                result: T = stop.value  # what the plan returns
-                return result
-            send = await self.aclient.execute_command(*_command(item))
+        return await adrive(plan, lambda item: self.aclient.execute_command(*_command(item)))
 
     async def session_touch(self, namespace: str, session_id: str, user_id: str | None,
                             agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from .._backend import REINFORCE_WINDOW_S, Backend, Candidate, NewRecord, SearchRequest, log
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
+from .._plan import adrive
 from ._cache import scope_load_statement, scope_vectors
 from ._driver import _import_psycopg, retryable, run_plan_async, run_plan_sync, session_settings
 from ._plans import Plans
@@ -150,12 +151,7 @@ class AsyncPostgresBackend(PostgresStore):
         """`_search_flow` driven on the loop: the statements of a batch each on its own pooled
         connection, gathered; a scope to copy is loaded by a task."""
         flow: SearchFlow = self._search_flow(request)
-        try:
-            batch = next(flow)
-            while True:
-                batch = flow.send(await self._side_by_side(batch))
-        except StopIteration as stop:
-            done: SearchDone = stop.value
+        done: SearchDone = await adrive(flow, self._side_by_side)
         candidates, load = done
         if load is not None:
             task = asyncio.get_running_loop().create_task(self._load_scope(load, request))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._errors import missing_extra
+from .._plan import adrive, drive
 from ._sql import PgPlan, vector_bytes
 
 if TYPE_CHECKING:
@@ -63,54 +64,48 @@ def vector_dumper(oid: int) -> type:
     return VectorDumper
 
 
+def _execute(cur: Any, q: Any) -> Any:
+    """One statement of a plan on a cursor: its result as the plan asked for it."""
+    if q.mode == "many":
+        if q.params:
+            cur.executemany(q.sql, q.params)
+        return None
+    if q.mode == "copy":
+        with cur.copy(q.sql) as copy:
+            copy.set_types(list(q.types or ()))
+            for row in q.params:
+                copy.write_row(row)
+        return None
+    cur.execute(q.sql, q.params, binary=q.binary)
+    return _result(cur, q.mode)
+
+
+async def _aexecute(cur: Any, q: Any) -> Any:
+    """`_execute` on an async cursor."""
+    if q.mode == "many":
+        if q.params:
+            await cur.executemany(q.sql, q.params)
+        return None
+    if q.mode == "copy":
+        async with cur.copy(q.sql) as copy:
+            copy.set_types(list(q.types or ()))
+            for row in q.params:
+                await copy.write_row(row)
+        return None
+    await cur.execute(q.sql, q.params, binary=q.binary)
+    return await _aresult(cur, q.mode)
+
+
 def run_plan_sync(conn: Any, plan: PgPlan[T]) -> T:
     """Drive a plan on a psycopg connection (the caller owns the transaction)."""
-    send: Any = None
     with conn.cursor() as cur:
-        while True:
-            try:
-                q = plan.send(send)
-            except StopIteration as stop:
-                result: T = stop.value  # what the plan returns
-                return result
-            if q.mode == "many":
-                if q.params:
-                    cur.executemany(q.sql, q.params)
-                send = None
-            elif q.mode == "copy":
-                with cur.copy(q.sql) as copy:
-                    copy.set_types(list(q.types or ()))
-                    for row in q.params:
-                        copy.write_row(row)
-                send = None
-            else:
-                cur.execute(q.sql, q.params, binary=q.binary)
-                send = _result(cur, q.mode)
+        return drive(plan, lambda q: _execute(cur, q))
 
 
 async def run_plan_async(conn: Any, plan: PgPlan[T]) -> T:
     """`run_plan_sync` for psycopg's async connections."""
-    send: Any = None
     async with conn.cursor() as cur:
-        while True:
-            try:
-                q = plan.send(send)
-            except StopIteration as stop:
-                result: T = stop.value  # what the plan returns
-                return result
-            if q.mode == "many":
-                if q.params:
-                    await cur.executemany(q.sql, q.params)
-                send = None
-            elif q.mode == "copy":
-                async with cur.copy(q.sql) as copy:
-                    copy.set_types(list(q.types or ()))
-                    for row in q.params:
-                        await copy.write_row(row)
-                send = None
-            else:
-                await cur.execute(q.sql, q.params, binary=q.binary)
-                send = await _aresult(cur, q.mode)
+        return await adrive(plan, lambda q: _aexecute(cur, q))
 
 
 def _result(cur: Any, mode: str) -> Any:

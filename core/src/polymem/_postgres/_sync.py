@@ -15,6 +15,7 @@ import numpy as np
 from .._backend import Backend, Bookkeeping, Candidate, NewRecord, SearchRequest
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
+from .._plan import drive
 from ._cache import scope_load_statement, scope_vectors
 from ._driver import _import_psycopg, retryable, run_plan_sync, session_settings
 from ._plans import Plans, Staged, stage_import
@@ -97,12 +98,7 @@ class PostgresBackend(PostgresStore, Backend):
         """`_search_flow` driven here: the statements of a batch each on its own pooled connection
         (the second from a helper thread); a scope to copy is loaded by another thread."""
         flow: SearchFlow = self._search_flow(request)
-        try:
-            batch = next(flow)
-            while True:
-                batch = flow.send(self._side_by_side(batch))
-        except StopIteration as stop:
-            done: SearchDone = stop.value
+        done: SearchDone = drive(flow, self._side_by_side)
         candidates, load = done
         if load is not None:
             self._loader().submit(self._load_scope, load, request)

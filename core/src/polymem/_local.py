@@ -37,40 +37,53 @@ def _single(op: Op) -> Plan:
     return (yield op)
 
 
+def _session_plan(engine: Engine, op: Any) -> Plan:
+    spec = engine_spec(op.session)
+    if isinstance(op, ops.SessionAdd):
+        return engine.session_add(spec, op.messages)
+    if isinstance(op, ops.SessionTranscript):
+        return engine.session_messages(spec, False)
+    if isinstance(op, ops.SessionDelete):
+        return _single(_backend("session_delete", engine.namespace, spec.session_id))
+    args = op.arguments()
+    del args["session"]
+    method = {"messages": "session_messages", "get_summary": "session_summary", "info": "session_info"}
+    plan: Callable[..., Plan] = getattr(engine, method.get(op.name, f"session_{op.name}"))
+    return plan(spec, **args)
+
+
+def _service_only(engine: Engine, op: Any) -> Plan:
+    raise NotSupportedError(f"{op.name} needs a polymem service (`polymem serve`): it keeps the registry of "
+                            "blocked sources and reviews; an embedded store has neither")
+
+
+_PLANS: dict[type[ops.Operation[Any]], Callable[[Engine, Any], Plan]] = {
+    ops.ListMemories: lambda engine, op: engine.list(**op.arguments()),
+    ops.SetStatus: lambda engine, op: engine.update(op.memory_id, status=op.status),
+    ops.ExportSnapshot: lambda engine, op: export_plan(engine, op.target, op.user_id, op.progress),
+    ops.ImportSnapshot: lambda engine, op: import_plan(engine, op.source, op.progress),
+    ops.Stats: lambda engine, op: _single(_backend("stats", engine.namespace)),
+    ops.Flush: lambda engine, op: _single(_backend("flush")),
+    ops.Sessions: lambda engine, op: _single(_backend("session_list", engine.namespace, op.user_id)),
+}
+
+
+def _engine_method(engine: Engine, op: Any) -> Plan:
+    """The engine's plan of the same name, called as the Python method was."""
+    args = op.arguments()
+    positional = [args.pop(k) for k in op.positional()]
+    return cast(Plan, getattr(engine, op.name)(*positional, **args))
+
+
 def plan_for(engine: Engine, op: ops.Operation[Any]) -> Plan:
     """The engine plan that carries out one operation of the table."""
-    args = op.arguments()
-    ns = engine.namespace
-    if isinstance(op, ops.SessionOperation):
-        spec = engine_spec(args.pop("session"))
-        if isinstance(op, ops.SessionAdd):
-            return engine.session_add(spec, op.messages)
-        if isinstance(op, ops.SessionTranscript):
-            return engine.session_messages(spec, False)
-        if isinstance(op, ops.SessionDelete):
-            return _single(_backend("session_delete", ns, spec.session_id))
-        method = {"messages": "session_messages", "get_summary": "session_summary", "info": "session_info"}
-        plan: Callable[..., Plan] = getattr(engine, method.get(op.name, f"session_{op.name}"))
-        return plan(spec, **args)
-    if isinstance(op, ops.ListMemories):
-        return engine.list(**args)
-    if isinstance(op, ops.SetStatus):
-        return engine.update(op.memory_id, status=op.status)
-    if isinstance(op, ops.ExportSnapshot):
-        return export_plan(engine, op.target, op.user_id, op.progress)
-    if isinstance(op, ops.ImportSnapshot):
-        return import_plan(engine, op.source, op.progress)
-    if isinstance(op, ops.Stats):
-        return _single(_backend("stats", ns))
-    if isinstance(op, ops.Flush):
-        return _single(_backend("flush"))
-    if isinstance(op, ops.Sessions):
-        return _single(_backend("session_list", ns, op.user_id))
-    if op.service_only:
-        raise NotSupportedError(f"{op.name} needs a polymem service (`polymem serve`): it keeps the registry of "
-                                "blocked sources and reviews; an embedded store has neither")
-    positional = {k: args.pop(k) for k in op.positional()}
-    return cast(Plan, getattr(engine, op.name)(*positional.values(), **args))
+    kind = type(op)
+    make = _PLANS.get(kind)
+    if make is None:
+        make = _session_plan if isinstance(op, ops.SessionOperation) else \
+            _service_only if op.service_only else _engine_method
+        _PLANS[kind] = make
+    return make(engine, op)
 
 
 class LocalTransport:

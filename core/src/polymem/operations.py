@@ -20,6 +20,7 @@ retry rule), who may call it (`permission`) and where it lives on the wire
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -367,31 +368,39 @@ class Operation(BaseModel, Generic[R]):
     @classmethod
     def positional(cls) -> tuple[str, ...]:
         """Parameters the Python method takes positionally (the rest are keyword-only)."""
-        return tuple(k for k, f in cls.model_fields.items() if f.kw_only is False)
+        return _shape(cls).positional
 
     @classmethod
     def bind(cls: type[Op], *args: Any, **kwargs: Any) -> Op:
         """Build the operation from a Python call's arguments, as a function signature would."""
-        names = cls.positional()
+        shape = _shape(cls)
+        names = shape.positional
         if len(args) > len(names):
             raise TypeError(f"{cls.name}() takes {len(names)} positional arguments but {len(args)} were given")
-        values = dict(zip(names, args))
+        values = dict(shape.defaults)
+        values.update(zip(names, args))
         for key, value in kwargs.items():
-            if key not in cls.model_fields:
+            if key not in values and key not in shape.required:
                 raise TypeError(f"{cls.name}() got an unexpected keyword argument {key!r}")
-            if key in values:
+            if key in names[:len(args)]:
                 raise TypeError(f"{cls.name}() got multiple values for argument {key!r}")
             values[key] = value
-        missing = [k for k, f in cls.model_fields.items() if f.is_required() and k not in values]
-        if missing:
+        if len(values) < len(shape.defaults) + len(shape.required):
+            missing = [k for k in shape.required if k not in values]
             raise TypeError(f"{cls.name}() missing required argument(s): {', '.join(missing)}")
         # Not validated here: the engine checks Python values and raises polymem's typed errors; the
-        # service validates what arrives over HTTP against this same model.
-        return cls.model_construct(**values)
+        # service validates what arrives over HTTP against this same model. Built without pydantic's
+        # model_construct, which would copy every default again (a recall pays this on every call).
+        op = cls.__new__(cls)
+        object.__setattr__(op, "__dict__", {k: values[k] for k in shape.order})
+        object.__setattr__(op, "__pydantic_fields_set__", set(values))
+        object.__setattr__(op, "__pydantic_extra__", None)
+        object.__setattr__(op, "__pydantic_private__", None)
+        return op
 
     def arguments(self) -> dict[str, Any]:
         """The parameters as keyword arguments (defaults filled in)."""
-        return {k: getattr(self, k) for k in type(self).model_fields}
+        return dict(self.__dict__)
 
     def is_retry_safe(self) -> bool:
         return self.idempotent
@@ -422,6 +431,23 @@ class Operation(BaseModel, Generic[R]):
 
 
 Op = TypeVar("Op", bound=Operation[Any])
+
+
+@dataclass(frozen=True)
+class _Shape:
+    order: tuple[str, ...]
+    positional: tuple[str, ...]
+    required: frozenset[str]
+    defaults: dict[str, Any]
+
+
+@functools.cache
+def _shape(cls: type[Operation[Any]]) -> _Shape:
+    """What binding a call needs, worked out once per operation."""
+    fields = cls.model_fields
+    return _Shape(tuple(fields), tuple(k for k, f in fields.items() if f.kw_only is False),
+                  frozenset(k for k, f in fields.items() if f.is_required()),
+                  {k: f.get_default(call_default_factory=True) for k, f in fields.items() if not f.is_required()})
 _BODIES: dict[type[Operation[Any]], type[BaseModel] | None] = {}
 
 

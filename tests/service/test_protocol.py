@@ -143,3 +143,19 @@ async def test_an_unreachable_service_is_unavailable(deploy: Any) -> None:
     mem = AsyncHttpMemory(f"http://127.0.0.1:{free_port()}", "pm_x", retries=1)
     with pytest.raises(ServiceUnavailableError):
         await mem.get("x")
+
+
+@pytest.mark.parametrize("body", [
+    '{"content": "I like blue", "user_id": "ann", "importance": NaN}',
+    '{"content": "I like blue", "user_id": "ann", "importance": Infinity}',
+    '{"content": "I like blue", "user_id": "ann", "metadata": {"score": NaN}}',
+    '{"content": "I like blue", "user_id": "ann", "metadata": {"score": -Infinity}}',
+])
+async def test_a_bare_nan_or_infinity_over_http_is_refused_and_nothing_is_stored(deploy: Any, body: str) -> None:
+    d = deploy()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=d.app), base_url="http://t",
+                                 headers={"authorization": f"Bearer {d.admin_token}"}) as http:
+        response = await http.post("/v1/memory/save", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_input"
+        listed = await http.post("/v1/memory/list", json={"user_id": "ann", "filter": {"metadata.score": 1}})
+        assert listed.status_code == 200 and listed.json()["memories"] == []

@@ -389,11 +389,19 @@ def resolve_embedder(embedder: Any) -> Embedder | None:
 
 
 def as_matrix(vectors: Sequence[Sequence[float]], dimension: int | None) -> np.ndarray:
-    """Vectors as a normalised float32 matrix; a wrong dimension raises."""
-    matrix = np.asarray(vectors, dtype=np.float32)
+    """Vectors as a normalised float32 matrix; a wrong dimension, a ragged list, text or a
+    NaN/infinity raises a typed error."""
+    from ._errors import InvalidInput
+
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:  # ragged rows, strings, None inside
+        raise InvalidInput(f"a vector must be a list of numbers of one length: {exc}") from None
     if matrix.ndim != 2 or (dimension is not None and matrix.shape[1] != dimension):
         got = matrix.shape[-1] if matrix.ndim >= 1 and matrix.size else 0
         raise _dimension_error(got, dimension)
+    if not np.isfinite(matrix).all():
+        raise InvalidInput("a vector holds NaN or an infinity")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     normalised: np.ndarray = matrix / np.clip(norms, 1e-12, None)
     return normalised

@@ -156,6 +156,7 @@ class Engine:
 
     @staticmethod
     def _importance(value: Any) -> float:
+        # NaN fails the range check too (every comparison with NaN is false)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
             raise InvalidInput(f"importance must be a number in [0, 1], got {value!r}")
         return float(value)

@@ -29,9 +29,11 @@ def new_id() -> str:
 
 def _jsonable(value: Any, what: str) -> Any:
     try:
-        json.dumps(value)
+        json.dumps(value, allow_nan=False)  # NaN and infinities are not JSON: refused, never stored
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"{what} must be JSON-serialisable: {exc}") from exc
+    except RecursionError:
+        raise InvalidInput(f"{what} is nested too deeply") from None
     return value
 
 

@@ -123,10 +123,27 @@ class MemoryConformance:
             call(mem.save("I like\x00 blue", user_id="ann"))
         assert call(mem.list(user_id="ann")) == []
 
-    @pytest.mark.parametrize("importance", [-0.1, 1.5, "high", True])
+    @pytest.mark.parametrize("importance", [-0.1, 1.5, "high", True, float("nan"), float("inf")])
     def test_out_of_range_importance_is_refused(self, mem: Any, importance: Any) -> None:
         with pytest.raises(InvalidInput):
             call(mem.save("I like blue", user_id="ann", importance=importance))
+
+    @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+    def test_nan_or_infinity_in_metadata_is_refused_and_nothing_is_stored(self, mem: Any, value: float) -> None:
+        with pytest.raises(InvalidInput):
+            call(mem.save("I like blue", user_id="ann", metadata={"score": value}))
+        assert call(mem.list(user_id="ann")) == []
+
+    @pytest.mark.parametrize("bad", ["nan", "ragged", "text"])
+    def test_a_malformed_vector_is_refused_and_nothing_is_stored(self, mem: Any, bad: str) -> None:
+        dimension = mem.embedder.dimension
+        vector: Any = {"nan": [float("nan")] * dimension, "ragged": [[0.1] * dimension, [0.1]],
+                       "text": ["x"] * dimension}[bad]
+        with pytest.raises(InvalidInput):
+            call(mem.save("I like blue", user_id="ann", vector=vector))
+        with pytest.raises(InvalidInput):
+            call(mem.recall("blue", user_id="ann", query_vector=vector))
+        assert call(mem.list(user_id="ann")) == []
 
     def test_naive_datetime_is_refused_and_nothing_is_stored(self, mem: Any) -> None:
         with pytest.raises(NaiveDatetimeError):

@@ -24,12 +24,14 @@ from ._embedders import as_matrix
 from ._errors import (
     ContentTooLargeError,
     EmptyContentError,
+    InvalidFilterError,
     InvalidInput,
     NotFoundError,
     ReembedRequiredError,
     VersionConflictError,
 )
 from ._models import (
+    STATUSES,
     ConsolidationReport,
     MemoryDraft,
     MemoryRecord,
@@ -148,6 +150,7 @@ class Engine:
             raise EmptyContentError(f"{what} is empty")
         if "\x00" in content:  # PostgreSQL text cannot hold it; refuse it everywhere alike
             raise InvalidInput(f"{what} contains a NUL character")
+        _encodable(content, what)
         if len(content) > self.max_content_chars:
             raise ContentTooLargeError(
                 f"{what} has {len(content)} characters; the limit is {self.max_content_chars} "
@@ -167,7 +170,16 @@ class Engine:
             return None
         if not isinstance(value, str) or not value.strip():
             raise InvalidInput(f"{what} must be a non-empty string, got {value!r}")
+        if "\x00" in value:
+            raise InvalidInput(f"{what} contains a NUL character")
+        _encodable(value, what)
         return value
+
+    def _scope(self, user_id: Any, agent_id: Any, category: Any) -> None:
+        """A read's scope: each part None or a label (`recall(user_id=123)` is a mistake, not 'nobody')."""
+        self._label(user_id, "user_id", optional=True)
+        self._label(agent_id, "agent_id", optional=True)
+        self._label(category, "category", optional=True)
 
     # -- long-term memory ---------------------------------------------------------------------
     def _draft_to_new(self, draft: MemoryDraft, *, user_id: str | None, agent_id: str | None,
@@ -202,7 +214,7 @@ class Engine:
              expire_at: datetime | None = None, idempotency_key: str | None = None,
              vector: Sequence[float] | None = None) -> Plan:
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
-                            entities=tuple(entities or ()), metadata=metadata or {})
+                            entities=_strings(entities, "entities"), metadata=metadata or {})
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
                                                expire_at=expire_at, idempotency_keys=[idempotency_key],
                                                vectors=None if vector is None else [vector])
@@ -211,7 +223,12 @@ class Engine:
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
                   session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
                   idempotency_keys: Sequence[str | None] | None = None) -> Plan:
-        keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(drafts)
+        drafts = _sequence(drafts, "drafts")
+        if not all(isinstance(d, MemoryDraft) for d in drafts):
+            raise InvalidInput("drafts must be polymem MemoryDraft values")
+        keys = _sequence(idempotency_keys, "idempotency_keys") if idempotency_keys is not None else [None] * len(drafts)
+        if vectors is not None and len(_sequence(vectors, "vectors")) != len(drafts):
+            raise InvalidInput("give one vector per memory")
         if len(keys) != len(drafts):
             raise InvalidInput("give one idempotency key (or None) per memory")
         return (yield from self._save_drafts(list(drafts), user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -251,8 +268,14 @@ class Engine:
     def list(self, *, user_id: str | None = None, agent_id: str | None = None, category: str | None = None,
              filter: dict[str, Any] | None = None, status: str | None = "active", limit: int = 100,
              offset: int = 0) -> Plan:
-        if not isinstance(limit, int) or not 1 <= limit <= 10_000 or not isinstance(offset, int) or offset < 0:
-            raise InvalidInput("limit must be in [1, 10000] and offset >= 0")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000 or \
+                isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**63:
+            raise InvalidInput("limit must be in [1, 10000] and offset in [0, 2**63)")
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)} or None, got {status!r}")
+        self._scope(user_id, agent_id, category)
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
         return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
@@ -261,6 +284,7 @@ class Engine:
                category: str | None = None, filter: dict[str, Any] | None = None,
                query_vector: Sequence[float] | None = None, min_relevance: float | None = None) -> Plan:
         query = self._content(query, "query")
+        self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
         if min_relevance is not None and (isinstance(min_relevance, bool) or not isinstance(min_relevance, (int, float))
@@ -307,6 +331,7 @@ class Engine:
         """Plain nearest neighbours by cosine: no full text, no live score, no reinforcement."""
         if self.embedder is None:
             raise InvalidInput("nearest() needs a store with an embedder (vectors are of its model)")
+        self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be an integer in [1, {MAX_TOP_K}], got {top_k!r}")
         from ._filters import compile_filter
@@ -387,7 +412,7 @@ class Engine:
 
     def ingest(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None = None,
                session_id: str | None = None) -> Plan:
-        messages = [_as_message(m) for m in messages]
+        messages = [_as_message(m) for m in _sequence(messages, "messages")]
         if not messages:
             return []
         drafts = yield _call(self.extractor.extract, messages)
@@ -529,11 +554,14 @@ class Engine:
     def session_add(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
         checked = []
         now = self.clock()
-        for message in messages:
+        for message in _sequence(messages, "messages"):
             message = _as_message(message)
             self._label(message.role, "role")
             if not isinstance(message.content, str):
                 raise InvalidInput("message content must be a string")
+            if "\x00" in message.content:  # PostgreSQL text cannot hold it; refuse it everywhere alike
+                raise InvalidInput("message content contains a NUL character")
+            _encodable(message.content, "message content")
             if len(message.content) > self.max_content_chars:
                 raise ContentTooLargeError(f"message has {len(message.content)} characters; the limit is "
                                            f"{self.max_content_chars}")
@@ -590,13 +618,13 @@ class Engine:
         return info.summary if info else None
 
     def session_forget(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
-        return (yield _backend("session_forget", self.namespace, spec.session_id, list(message_ids)))
+        return (yield _backend("session_forget", self.namespace, spec.session_id, _ids(message_ids)))
 
     def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
-        return (yield _backend("session_evict", self.namespace, spec.session_id, list(message_ids)))
+        return (yield _backend("session_evict", self.namespace, spec.session_id, _ids(message_ids)))
 
     def session_replace(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
-        messages = [_as_message(m) for m in messages]
+        messages = [_as_message(m) for m in _sequence(messages, "messages")]
         current = yield _backend("session_messages", self.namespace, spec.session_id, True)
         keep_ids = {m.message_id for m in messages}
         stored_ids = {m.message_id for m, _ in current}
@@ -638,6 +666,40 @@ class Engine:
         return (yield from self._live_session(spec))
 
 
+def _sequence(value: Any, what: str) -> builtins.list[Any]:
+    """A list or tuple argument (a string or a dict is a mistake, not a sequence of items)."""
+    if not isinstance(value, (builtins.list, tuple)):
+        raise InvalidInput(f"{what} must be a list, got {type(value).__name__}")
+    return builtins.list(value)
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    items = () if value is None else tuple(_sequence(value, what))
+    for item in items:
+        if not isinstance(item, str) or "\x00" in item:
+            raise InvalidInput(f"{what} must be strings without NUL characters, got {item!r}")
+        _encodable(item, what)
+    return items
+
+
+def _ids(value: Any) -> builtins.list[str]:
+    """Message ids: a list of strings."""
+    return builtins.list(_strings(value, "message_ids"))
+
+
+def check_label(value: Any, what: str, optional: bool = False) -> Any:
+    """A name (user, agent, category…): a non-empty string of storable text; None where optional."""
+    return Engine._label(value, what, optional)
+
+
+def _encodable(text: str, what: str) -> None:
+    """Text every backend can store: UTF-8 (a lone surrogate is not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
+
+
 def _similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
     if va is not None and vb is not None:
         return float(va @ vb)
@@ -660,7 +722,12 @@ def _as_message(value: Any) -> Message:
     if isinstance(value, Message):
         return value
     if isinstance(value, dict):
-        return Message.from_dict(value)
+        try:
+            return Message.from_dict(value)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, InvalidInput):
+                raise
+            raise InvalidInput(f"not a message: {exc!r} in {value!r:.200}") from None
     raise InvalidInput(f"expected a polymem Message or dict, got {type(value).__name__}")
 
 
@@ -669,13 +736,21 @@ def _message_text(message: Message) -> str:
     return f"{message.role}: {message.content} {calls}".strip()
 
 
+def _tool_call(value: Any) -> ToolCall:
+    if isinstance(value, ToolCall):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("id"), str) and isinstance(value.get("name"), str):
+        return ToolCall.from_dict(value)
+    raise InvalidInput(f"a tool call must be a polymem ToolCall or a dict with an 'id' and a 'name', got {value!r}")
+
+
 def make_message(role: str, content: str, *, name: str | None = None, tool_calls: Sequence[Any] | None = None,
                  tool_call_id: str | None = None, parts: Sequence[dict[str, Any]] | None = None,
                  metadata: dict[str, Any] | None = None) -> Message:
     """Build a validated Message from `Session.add` arguments."""
     if not isinstance(content, str):
         raise InvalidInput("message content must be a string")
-    calls = tuple(c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ())
+    calls = tuple(_tool_call(c) for c in tool_calls or ())
     return Message(role=role, content=content, name=name, tool_calls=calls, tool_call_id=tool_call_id,
                    parts=tuple(parts or ()), metadata=check_metadata(metadata))
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 from . import operations as ops
 from ._backend import Backend
-from ._engine import Engine, Op, Plan, SessionSpec, _backend
+from ._engine import Engine, Op, Plan, SessionSpec, _backend, check_label
 from ._errors import NotSupportedError, StoreClosedError
 from ._plan import adrive, drive
 from ._protocols import Embedder
@@ -64,7 +64,8 @@ _PLANS: dict[type[ops.Operation[Any]], Callable[[Engine, Any], Plan]] = {
     ops.ImportSnapshot: lambda engine, op: import_plan(engine, op.source, op.progress),
     ops.Stats: lambda engine, op: _single(_backend("stats", engine.namespace)),
     ops.Flush: lambda engine, op: _single(_backend("flush")),
-    ops.Sessions: lambda engine, op: _single(_backend("session_list", engine.namespace, op.user_id)),
+    ops.Sessions: lambda engine, op: _single(_backend("session_list", engine.namespace,
+                                                      check_label(op.user_id, "user_id", optional=True))),
 }
 
 

@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from ._embedders import as_matrix
-from ._engine import Engine, Op, Plan, _backend
+from ._engine import Engine, Op, Plan, _backend, check_label
 from ._errors import InvalidInput, PolymemError, SnapshotError
 from ._models import ImportReport, MemoryRecord, Message
 from ._text import content_hash, terms
@@ -41,6 +41,7 @@ def _open_binary(target: str | Path | IO[bytes], mode: str) -> tuple[IO[bytes], 
 
 def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | None,
                 progress: Callable[[int], None] | None = None) -> Plan:
+    check_label(user_id, "user_id", optional=True)
     stream, owned = _open_binary(target, "w")
     try:
         model = engine.embedder.model_id if engine.embedder else None

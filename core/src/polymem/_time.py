@@ -24,7 +24,12 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
             f"{what} is a naive datetime ({value.isoformat()}); pass an aware one, "
             "e.g. datetime.now(timezone.utc)"
         )
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-14:00 is past the last representable UTC time
+        from ._errors import InvalidInput
+
+        raise InvalidInput(f"{what} is out of range once converted to UTC: {value.isoformat()}") from None
 
 
 def to_iso(value: datetime | None) -> str | None:

@@ -45,6 +45,7 @@ from ._models import (
     ToolCall,
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
+from ._render import render_memories
 from ._scoring import ScoringPolicy
 from ._text import approx_token_count
 
@@ -97,4 +98,5 @@ __all__ = [
     "default_embedder",
     "open",
     "open_async",
+    "render_memories",
 ]

@@ -63,3 +63,12 @@ async def test_put_is_audited(deploy: Any) -> None:
     rec = await d.client().put("k", "Ann drinks tea", user_id="ann")
     actions = [e["action"] for e in d.service.audit.entries(memory_id=rec.memory_id)]
     assert actions == ["put"]
+
+
+def test_a_sync_http_store_closes_after_its_async_form_ran_on_a_finished_loop(deploy: Any) -> None:
+    import asyncio
+
+    mem = deploy().client("loopback-sync")
+    asyncio.run(mem.to_async().put("k", "Ann drinks tea", user_id="ann"))  # that loop is gone afterwards
+    mem.close()
+    assert mem.closed

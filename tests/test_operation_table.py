@@ -24,7 +24,7 @@ from polymem.server import Service, create_app
 STORE_OPS = [op for op in OPERATIONS if not issubclass(op, SessionOperation)]
 SESSION_OPS = [op for op in OPERATIONS if issubclass(op, SessionOperation)]
 NOT_OPERATIONS = {"execute", "session", "close", "to_sync", "to_async", "now", "url", "namespace", "embedder",
-                  "closed", "transport", "backend", "engine", "add", "summary", "session_id", "spec", "memory"}
+                  "closed", "transport", "backend", "engine", "add", "summary", "session_id", "spec", "memory", "run"}
 
 
 def _params(signature: inspect.Signature) -> list[tuple[str, Any, Any]]:

@@ -18,8 +18,9 @@ from autogen_core.models import (
 from PIL import Image as PILImage
 
 import polymem
+from polymem._render import age
 from polymem_autogen import RecalledMemoriesMessage, from_polymem_messages, to_polymem_messages
-from polymem_autogen._convert import age, content_to_save, record_to_content
+from polymem_autogen._convert import content_to_save, record_to_content
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -49,6 +49,7 @@ from ._models import (
     ToolCall,
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
+from ._render import render_memories
 from ._scoring import ScoringPolicy
 from ._text import approx_token_count
 
@@ -105,4 +106,5 @@ __all__ = [
     "open",
     "open_async",
     "operations",
+    "render_memories",
 ]

@@ -261,6 +261,10 @@ class Backend(ABC):
     @abstractmethod
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
 
+    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        """The records saved with these idempotency keys, whatever their status (missing ones left out)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot look memories up by key")
+
     def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
         """The stored vectors of `model_id` for these memories (missing ones left out)."""
         raise NotImplementedError(f"{type(self).__name__} cannot read vectors back")

@@ -10,6 +10,7 @@ for an async backend): the same behaviour by construction (see httpx's
 from __future__ import annotations
 
 import builtins
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,23 @@ class Op:
 
 
 Plan = _plan.Plan[Op, Any]
+
+
+_MISSING = object()
+_DISTINCT_FIELDS = ("category", "source", "user_id", "agent_id", "session_id", "status", "importance", "entities",
+                    "embedding_model", "metadata")
+
+
+def _field_value(record: MemoryRecord, path: tuple[str, ...]) -> Any:
+    """A record field or metadata path as a JSON value (`_MISSING` when absent)."""
+    value: Any = getattr(record, path[0])
+    if isinstance(value, tuple):
+        value = list(value)
+    for key in path[1:]:
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return _MISSING if value is None else value
 
 
 def _backend(name: str, *args: Any, **kwargs: Any) -> Op:
@@ -227,7 +245,7 @@ class Engine:
         if not all(isinstance(d, MemoryDraft) for d in drafts):
             raise InvalidInput("drafts must be polymem MemoryDraft values")
         keys = _sequence(idempotency_keys, "idempotency_keys") if idempotency_keys is not None else [None] * len(drafts)
-        if vectors is not None and len(_sequence(vectors, "vectors")) != len(drafts):
+        if vectors is not None and (not hasattr(vectors, "__len__") or len(vectors) != len(drafts)):
             raise InvalidInput("give one vector per memory")
         if len(keys) != len(drafts):
             raise InvalidInput("give one idempotency key (or None) per memory")
@@ -279,6 +297,54 @@ class Engine:
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
         return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
+
+    def get_by_key(self, key: str) -> Plan:
+        self._label(key, "key")
+        found = yield _backend("get_by_keys", self.namespace, [key])
+        return found[0] if found else None
+
+    def put(self, key: str, content: str, *, user_id: str | None, agent_id: str | None = None,
+            session_id: str | None = None, category: str = "fact", source: str = "user_input",
+            importance: float | None = None, entities: Sequence[str] | None = None,
+            metadata: dict[str, Any] | None = None, expire_at: datetime | None = None) -> Plan:
+        current = yield from self.get_by_key(key)
+        if current is not None and current.user_id != user_id:
+            raise InvalidInput(f"key {key!r} names a memory of another user")
+        if current is not None and (current.status != "active" or (
+                current.expire_at is not None and current.expire_at <= self.clock())):
+            yield _backend("delete", self.namespace, current.memory_id)  # its key frees for the new memory
+            current = None
+        if current is None:
+            return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                         category=category, source=source, importance=importance,
+                                         entities=entities, metadata=metadata, expire_at=expire_at,
+                                         idempotency_key=key))
+        return (yield from self.update(current.memory_id, content=content, category=category, importance=importance,
+                                       metadata=metadata, entities=entities, expire_at=expire_at))
+
+    def distinct(self, field: str, *, user_id: str | None = None, agent_id: str | None = None,
+                 category: str | None = None, filter: dict[str, Any] | None = None,
+                 status: str | None = "active") -> Plan:
+        path = self._field_path(field)
+        seen: dict[str, Any] = {}
+        offset, page_size = 0, 1000
+        while True:  # the backends have no DISTINCT over JSON paths yet: page through the matches
+            page = yield from self.list(user_id=user_id, agent_id=agent_id, category=category, filter=filter,
+                                        status=status, limit=page_size, offset=offset)
+            for record in page:
+                value = _field_value(record, path)
+                if value is not _MISSING:
+                    seen.setdefault(json.dumps(value, sort_keys=True, default=str), value)
+            if len(page) < page_size:
+                return builtins.list(seen.values())
+            offset += page_size
+
+    @staticmethod
+    def _field_path(field: str) -> tuple[str, ...]:
+        path = tuple(field.split(".")) if isinstance(field, str) else ()
+        if not path or not all(path) or (path[0] != "metadata" and (len(path) > 1 or path[0] not in _DISTINCT_FIELDS)):
+            raise InvalidInput(f"field must be one of {', '.join(_DISTINCT_FIELDS)} or metadata.<key>, got {field!r}")
+        return path
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,

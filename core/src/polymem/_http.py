@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import inspect
 import json
 import os
@@ -359,7 +360,10 @@ class HttpTransport:
                 try:
                     asyncio.get_running_loop()
                 except RuntimeError:
-                    asyncio.run(self._async.aclose())
+                    # an async client used by `to_async()` on a loop that has ended since: its
+                    # connections died with that loop, and closing them there cannot run any more
+                    with contextlib.suppress(RuntimeError):
+                        asyncio.run(self._async.aclose())
 
     async def aclose(self) -> None:
         if not self._closed:

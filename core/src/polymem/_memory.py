@@ -17,6 +17,7 @@ from ._errors import InvalidInput, InvalidURLError
 from ._extract import ExtractiveSummarizer, RuleExtractor
 from ._local import LocalTransport
 from ._models import Message
+from ._plan import Plan, adrive, drive
 from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._surface import AsyncOperation, AsyncSessionOperation, SyncOperation, SyncSessionOperation, Transport
@@ -25,6 +26,8 @@ from ._time import Clock, checked_clock, utc_now
 from .operations import Operation, SessionSpec
 
 R = TypeVar("R")
+OperationPlan = Plan[Operation[Any], R]
+"""A generator yielding operations of the table, receiving their results, returning R."""
 
 # Scheme → "module:factory". Other distributions add theirs through the
 # `polymem.backends` entry point group.
@@ -199,13 +202,23 @@ class Memory(_Store):
         """Run one operation of the table."""
         return self._transport.execute(op)
 
+    def run(self, plan: OperationPlan[R]) -> R:
+        """Run a plan: a generator that yields operations of the table and receives their results.
+
+        Code written once as a plan runs the same here and on `await AsyncMemory.run(plan)`:
+        `hits = yield ops.Recall.bind("tea", user_id="ann")`."""
+        return drive(plan, self.execute)
+
     save = SyncOperation(ops.Save)
     save_many = SyncOperation(ops.SaveMany)
     recall = SyncOperation(ops.Recall)
     nearest = SyncOperation(ops.Nearest)
     vectors = SyncOperation(ops.Vectors)
     get = SyncOperation(ops.Get)
+    get_by_key = SyncOperation(ops.GetByKey)
     list = SyncOperation(ops.ListMemories)
+    distinct = SyncOperation(ops.Distinct)
+    put = SyncOperation(ops.Put)
     update = SyncOperation(ops.Update)
     set_status = SyncOperation(ops.SetStatus)
     delete = SyncOperation(ops.Delete)
@@ -260,13 +273,20 @@ class AsyncMemory(_Store):
         """Run one operation of the table."""
         return await self._transport.aexecute(op)
 
+    async def run(self, plan: OperationPlan[R]) -> R:
+        """Run a plan (see `Memory.run`), awaiting each operation it yields."""
+        return await adrive(plan, self.execute)
+
     save = AsyncOperation(ops.Save)
     save_many = AsyncOperation(ops.SaveMany)
     recall = AsyncOperation(ops.Recall)
     nearest = AsyncOperation(ops.Nearest)
     vectors = AsyncOperation(ops.Vectors)
     get = AsyncOperation(ops.Get)
+    get_by_key = AsyncOperation(ops.GetByKey)
     list = AsyncOperation(ops.ListMemories)
+    distinct = AsyncOperation(ops.Distinct)
+    put = AsyncOperation(ops.Put)
     update = AsyncOperation(ops.Update)
     set_status = AsyncOperation(ops.SetStatus)
     delete = AsyncOperation(ops.Delete)

@@ -452,7 +452,7 @@ class CompositeBackend:
             setattr(self, name, getattr(long_term, name))
         for name in _SESSION_METHODS:
             setattr(self, name, getattr(working, name))
-        for name in ("aflush",):  # the native coroutine twin, when the long-term store has one
+        for name in ("aflush", "get_by_keys"):  # what only some long-term stores have (a native twin, a lookup)
             if hasattr(long_term, name):
                 setattr(self, name, getattr(long_term, name))
         self.import_rows: Callable[..., Any]

@@ -611,6 +611,17 @@ class SQLiteBackend(Backend):
                 conn, f"+m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
         return [found[i] for i in memory_ids if i in found]
 
+    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        if not keys:
+            return []
+        marks = ", ".join("?" for _ in keys)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_RECORD_COLUMNS}, m.idempotency_key FROM memories m INDEXED BY memories_idempotency "
+                f"WHERE m.namespace = ? AND m.idempotency_key IN ({marks})", (namespace, *keys)).fetchall()
+        found = {row[19]: _row_to_record(row[:19]) for row in rows}
+        return [found[k] for k in keys if k in found]
+
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
              filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
         where, params = self._scope_sql(namespace, user_id, agent_id, category, filter)

@@ -606,6 +606,65 @@ class Get(Operation[MemoryRecord | None]):
     memory_id: str = Field(kw_only=False)
 
 
+class GetByKey(Operation[MemoryRecord | None]):
+    """The memory stored under `key` (by `put`, or saved with that `idempotency_key`), whatever
+    its status, or None."""
+
+    name = "get_by_key"
+    route = "POST /v1/memory/get_by_key"
+    codec = RECORD
+    idempotent = True
+    missing_is_none = True
+
+    key: Text = Field(kw_only=False, description="The memory's key (unique in the namespace).")
+
+
+class Put(Operation[MemoryRecord]):
+    """Store `content` under `key`: a new version of the memory stored there, or a new memory.
+
+    A memory under `key` that is archived, blocked or expired is replaced by a new one.
+    On a new version, arguments left None keep their current value (as `update`); the
+    key names one memory of one user (another user's key is refused)."""
+
+    name = "put"
+    route = "POST /v1/memory/put"
+    codec = RECORD
+    statuses = (409,)
+    permission = "write"
+
+    key: Text = Field(kw_only=False, description="The memory's key (unique in the namespace).")
+    content: Query = Field(kw_only=False, description="What to remember.")
+    user_id: str | None = Field(description="Who the memory is about.")
+    agent_id: str | None = Field(default=None, description="Which agent wrote it.")
+    session_id: str | None = Field(default=None, description="The conversation it came from.")
+    category: str = Field(default="fact", description="fact, preference, event, task, or your own.")
+    source: Text = Field(default="user_input", description="Where it came from (kept by a new version).")
+    importance: Score | None = Field(default=None, description="Base score in [0, 1].")
+    entities: Sequence[str] | None = Field(default=None, description="Names the memory is about.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object (replaces the current one).")
+    expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601 expiry.")
+
+
+class Distinct(Operation[list[Any]]):
+    """The distinct values of a field among the matching memories, newest first.
+
+    `field` is a record field (`category`, `source`, `user_id`, `agent_id`,
+    `session_id`, `status`, `importance`…) or a path into the metadata
+    (`metadata.topic`); memories without the field are left out."""
+
+    name = "distinct"
+    route = "POST /v1/memory/distinct"
+    codec = _wrapped("values", list[Any], list, list, "DistinctOut")
+    idempotent = True
+
+    field: Annotated[str, Field(strict=True, pattern=r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")] = Field(kw_only=False)
+    user_id: str | None = None
+    agent_id: str | None = None
+    category: str | None = None
+    filter: Filter = None
+    status: str | None = Field(default="active", description="active, archived, blocked, or None for all.")
+
+
 class ListMemories(Operation[list[MemoryRecord]]):
     """Exact lookup by scope and filter (no vector search), newest first."""
 
@@ -940,7 +999,7 @@ class SessionInfoOp(SessionOperation[SessionInfo | None]):
 
 
 OPERATIONS: tuple[type[Operation[Any]], ...] = (
-    Save, SaveMany, Recall, Nearest, Vectors, Get, ListMemories, Update, SetStatus, Delete, History, Ingest,
+    Save, SaveMany, Recall, Nearest, Vectors, Get, GetByKey, ListMemories, Distinct, Put, Update, SetStatus, Delete, History, Ingest,
     Consolidate, Reembed, ExportSnapshot, ImportSnapshot, Stats, Flush, Sessions,
     BlockSource, UnblockSource, BlockedSources, Release,
     SessionAdd, SessionMessages, SessionTranscript, SessionSummary, SessionEvict, SessionForget, SessionReplace,

@@ -83,6 +83,7 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
         self._owned = memory is None or isinstance(memory, str)
         # Working memory needs no embedding model: a store opened here skips loading one.
         self._mem = polymem.open(memory, embedder=None) if self._owned else memory
+        self._amem = self._mem.to_async()
         described = _store.describe(self._mem)
         del described["embedder"]
         self._settings = PolymemChatCompletionContextConfig(
@@ -110,28 +111,26 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
         """The polymem session behind this context (opened, and seeded, on first use)."""
         if self._session is None:
             s = self._settings
-            ses = await _store.open_session(
-                self._mem,
-                s.session_id,
+            ses = self._amem.session(s.session_id,
                 user_id=s.user_id,
                 agent_id=s.agent_id,
                 max_tokens=s.max_tokens,
                 overflow=s.overflow,
                 keep_last=s.keep_last,
             )
-            info = await _store.call(ses, "info") if s.initial_messages else None
+            info = await ses.info() if s.initial_messages else None
             if s.initial_messages and (info is None or info.message_count == 0):
-                await _store.call(ses, "add_messages", _convert.to_polymem_messages(s.initial_messages))
+                await ses.add_messages(_convert.to_polymem_messages(s.initial_messages))
             self._session = ses
         return self._session
 
     async def add_message(self, message: LLMMessage) -> None:
         """Append `message` to the session (written through immediately)."""
-        await _store.call(await self.session(), "add_messages", _convert.llm_to_polymem(message))
+        await (await self.session()).add_messages(_convert.llm_to_polymem(message))
 
     async def get_messages(self) -> list[LLMMessage]:
         """The session's window as AutoGen messages, oldest first."""
-        stored = await _store.call(await self.session(), "messages")
+        stored = await (await self.session()).messages()
         recalls = [i for i, m in enumerate(stored) if _convert.is_recalled_memories(m)]
         if len(recalls) > 1:
             stale = set(recalls[:-1])
@@ -140,7 +139,7 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
 
     async def clear(self) -> None:
         """Empty the window and its summary; the transcript keeps every message."""
-        await _store.call(await self.session(), "clear")
+        await (await self.session()).clear()
 
     async def save_state(self) -> Mapping[str, Any]:
         """The window's messages, as AutoGen's own contexts save them."""
@@ -149,12 +148,12 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Make the window exactly the saved messages."""
         messages = ChatCompletionContextState.model_validate(state).messages
-        await _store.call(await self.session(), "replace", _convert.to_polymem_messages(messages))
+        await (await self.session()).replace(_convert.to_polymem_messages(messages))
 
     async def close(self) -> None:
         """Close the store if this context opened it."""
         if self._owned:
-            await _store.call(self._mem, "close")
+            await self._amem.close()
 
     def _to_config(self) -> PolymemChatCompletionContextConfig:
         return self._settings.model_copy()

@@ -388,27 +388,7 @@ def hit_to_content(hit: polymem.RecallHit) -> MemoryContent:
     )
 
 
-def age(created_at: datetime, now: datetime) -> str:
-    """A short human age: "just now", "5 minutes ago", "3 days ago"."""
-    seconds = max(0.0, (now - created_at).total_seconds())
-    for unit, size in (
-        ("year", 365 * 86400),
-        ("month", 30 * 86400),
-        ("week", 7 * 86400),
-        ("day", 86400),
-        ("hour", 3600),
-        ("minute", 60),
-    ):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count > 1 else ''} ago"
-    return "just now"
-
-
 def recall_message(hits: Sequence[polymem.RecallHit], now: datetime) -> RecalledMemoriesMessage:
     """The system message listing recalled memories, best first, each with its category and age."""
-    lines = [
-        f"{i}. [{hit.memory.category}, {age(hit.memory.created_at, now)}] {hit.memory.content}"
-        for i, hit in enumerate(hits, 1)
-    ]
-    return RecalledMemoriesMessage(content=RECALL_HEADER + "\n" + "\n".join(lines))
+    return RecalledMemoriesMessage(content=polymem.render_memories(
+        hits, header=RECALL_HEADER, template="{rank}. [{category}, {age}] {content}", now=now))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from autogen_core import CancellationToken, Component
@@ -93,6 +93,7 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
     ) -> None:
         self._owned = memory is None or isinstance(memory, str)
         self._mem = polymem.open(memory) if self._owned else memory
+        self._amem = self._mem.to_async()  # AutoGen's methods are async: any store's async form
         self._settings = PolymemMemoryConfig(
             **_store.describe(self._mem),
             user_id=user_id,
@@ -176,10 +177,7 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         """
         text, kwargs = _convert.content_to_save(content)
         kwargs.setdefault("source", self._settings.source)
-        await _store.call(
-            self._mem,
-            "save",
-            text,
+        await self._amem.save(text,
             user_id=self.user_id,
             agent_id=self.agent_id,
             session_id=self.session_id,
@@ -190,18 +188,17 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         """Delete the long-term memories this memory writes: its user's (and agent's, if set)."""
         # polymem has no bulk delete yet: page through the scope and delete one by one.
         while True:
-            page = await _store.call(
-                self._mem, "list", user_id=self.user_id, agent_id=self.agent_id, status="active", limit=100
+            page = await self._amem.list(user_id=self.user_id, agent_id=self.agent_id, status="active", limit=100
             )
             if not page:
                 return
             for record in page:
-                await _store.call(self._mem, "delete", record.memory_id)
+                await self._amem.delete(record.memory_id)
 
     async def close(self) -> None:
         """Close the store if this memory opened it (a store passed in stays open)."""
         if self._owned:
-            await _store.call(self._mem, "close")
+            await self._amem.close()
 
     # ------------------------------------------------------------------ writing conversations
 
@@ -228,13 +225,12 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         if sid is None:
             sid = f"autogen-{uuid.uuid4()}"
             self._settings.session_id = sid
-        ses = await _store.open_session(self._mem, sid, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
-        await _store.call(ses, "add_messages", messages)
+        ses = self._amem.session(sid, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
+        await ses.add_messages(messages)
         if not ingest:
             return []
         return list(
-            await _store.call(
-                self._mem, "ingest", messages, user_id=self.user_id, agent_id=self.agent_id, session_id=sid
+            await self._amem.ingest(messages, user_id=self.user_id, agent_id=self.agent_id, session_id=sid
             )
         )
 
@@ -242,10 +238,7 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
 
     async def _recall(self, text: str, **overrides: Any) -> list[polymem.RecallHit]:
         settings = self._settings
-        hits: Sequence[polymem.RecallHit] = await _store.call(
-            self._mem,
-            "recall",
-            text,
+        hits: Sequence[polymem.RecallHit] = await self._amem.recall(text,
             user_id=overrides.pop("user_id", self.user_id),
             top_k=overrides.pop("top_k", settings.top_k),
             category=overrides.pop("category", settings.category),
@@ -256,8 +249,7 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         return list(hits)
 
     def _now(self) -> datetime:
-        now = getattr(self._mem, "now", None)  # the store's clock, so ages agree with its scores
-        return now() if callable(now) else datetime.now(timezone.utc)
+        return self._mem.now()  # the store's clock, so ages agree with its scores
 
     # ------------------------------------------------------------------ Component
 

@@ -1,44 +1,13 @@
-"""Calling a sync or an async polymem store from AutoGen's async methods, and reopening it from config."""
+"""A polymem store as AutoGen config: what describes it, and reopening it from that."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import polymem
 
 EmbedderChoice = Literal["auto", "none"]
-
-
-def is_async_store(mem: Any) -> bool:
-    """Whether `mem` is a `polymem.AsyncMemory` (its methods are awaited)."""
-    cls = getattr(polymem, "AsyncMemory", None)
-    return cls is not None and isinstance(mem, cls)
-
-
-async def call(target: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Call `target.method`: awaited on async stores, in a worker thread on sync ones.
-
-    Sync stores run in a thread because recall and save embed text (~10 ms of
-    CPU), which must not stall the event loop that runs the agents.
-    """
-    fn = getattr(target, method)
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args, **kwargs)
-    result = await asyncio.to_thread(fn, *args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-async def open_session(mem: Any, session_id: str, **kwargs: Any) -> Any:
-    """`mem.session(...)` for either kind of store."""
-    ses = mem.session(session_id, **kwargs)
-    if inspect.isawaitable(ses):
-        ses = await ses
-    return ses
 
 
 def safe_url(url: str) -> str:
@@ -60,7 +29,7 @@ def describe(mem: Any) -> dict[str, Any]:
         "url": safe_url(mem.url),
         "namespace": namespace if isinstance(namespace, str) else None,
         "embedder": "none" if mem.embedder is None else "auto",
-        "async_store": is_async_store(mem),
+        "async_store": isinstance(mem, polymem.AsyncMemory),
     }
 
 

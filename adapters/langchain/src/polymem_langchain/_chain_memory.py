@@ -10,9 +10,10 @@ from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._bridge import Bridge, SessionBridge
+import polymem
+
 from ._convert import to_polymem_messages
-from ._plan import Plan, arun, call, run
+from ._stores import Forms, Plan, call
 
 
 class PolymemMemory(BaseMemory):
@@ -48,13 +49,13 @@ class PolymemMemory(BaseMemory):
     filter: dict[str, Any] | None = None
     """A polymem recall filter."""
 
-    _bridge: Bridge = PrivateAttr()
-    _session: SessionBridge = PrivateAttr()
+    _forms: Forms = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._bridge = Bridge(self.store)
-        self._session = SessionBridge(self._bridge, self.session_id, user_id=self.user_id, agent_id=self.agent_id,
-                                      max_tokens=None)
+        self._forms = Forms(self.store)
+
+    def _session(self, store: Any) -> Any:
+        return store.session(self.session_id, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -81,16 +82,16 @@ class PolymemMemory(BaseMemory):
         if self.return_messages:
             value: Any = [SystemMessage(content=h.memory.content, id=h.memory.memory_id) for h in hits]
         else:
-            value = "\n".join(h.memory.content for h in hits)
+            value = polymem.render_memories(hits, template="{content}")
         return {self.memory_key: value}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """The memories relevant to the input, under `memory_key`."""
-        return run(self._bridge, self._load(inputs))
+        return self._forms.sync.run(self._load(inputs))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async `load_memory_variables`."""
-        return await arun(self._bridge, self._load(inputs))
+        return await self._forms.asynchronous.run(self._load(inputs))
 
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[Any]:
         turn: list[BaseMessage] = [HumanMessage(content=self._input(inputs)), AIMessage(content=self._output(outputs))]
@@ -98,19 +99,20 @@ class PolymemMemory(BaseMemory):
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Append the exchange to the session and distil it into long-term memory."""
-        messages = self._session.sync.add_messages(self._exchange(inputs, outputs))
-        self._bridge.sync.ingest(messages, user_id=self.user_id, agent_id=self.agent_id, session_id=self.session_id)
+        store = self._forms.sync
+        messages = self._session(store).add_messages(self._exchange(inputs, outputs))
+        store.ingest(messages, user_id=self.user_id, agent_id=self.agent_id, session_id=self.session_id)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Async `save_context`."""
-        messages = await self._session.call("add_messages", self._exchange(inputs, outputs))
-        await self._bridge.call("ingest", messages, user_id=self.user_id, agent_id=self.agent_id,
-                                session_id=self.session_id)
+        store = self._forms.asynchronous
+        messages = await self._session(store).add_messages(self._exchange(inputs, outputs))
+        await store.ingest(messages, user_id=self.user_id, agent_id=self.agent_id, session_id=self.session_id)
 
     def clear(self) -> None:
         """Empty the session's window (the transcript and long-term memories stay)."""
-        self._session.sync.clear()
+        self._session(self._forms.sync).clear()
 
     async def aclear(self) -> None:
         """Async `clear`."""
-        await self._session.call("clear")
+        await self._session(self._forms.asynchronous).clear()

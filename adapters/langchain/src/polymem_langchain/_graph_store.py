@@ -25,9 +25,8 @@ from langgraph.store.base import (
 
 import polymem
 
-from ._bridge import Bridge, Store
 from ._convert import metadata_filter
-from ._plan import Plan, arun, call, run
+from ._stores import Forms, Plan, Store, call
 
 try:  # langgraph >= 1.1 validates labels of ops given straight to batch()
     from langgraph.store.base import validate_op_namespace
@@ -39,7 +38,6 @@ LG_KEY = "langgraph"
 """The memory metadata key under which an item's namespace, key and value live."""
 TEXT_FIELDS = ("content", "text", "memory", "data")
 """Value fields that become the memory's text when no `fields` are configured."""
-_PAGE = 1000
 
 
 def _ns(namespace: tuple[str, ...]) -> str:
@@ -78,7 +76,7 @@ class PolymemStore(BaseStore):
         fields: list[str] | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        self._bridge = Bridge(store)
+        self._forms = Forms(store)
         self.store = store
         self.user_id = user_id
         self.agent_id = agent_id
@@ -112,10 +110,13 @@ class PolymemStore(BaseStore):
         return SearchItem(**fields, score=score) if cls is SearchItem else Item(**fields)
 
     def _now(self) -> datetime:
-        return self._bridge.now()
+        return self._forms.store.now()
 
     def _live(self, record: polymem.MemoryRecord) -> bool:
         return record.expire_at is None or record.expire_at > self._now()
+
+    def _key(self, namespace: tuple[str, ...], key: str) -> str:
+        return f"langgraph:{self.user_id}:{_ns(namespace)}:{key}"
 
     def _scope_filter(self, prefix: tuple[str, ...], extra: dict[str, Any] | None = None) -> dict[str, Any]:
         scope: dict[str, Any] = {f"metadata.{LG_KEY}.key": {"$exists": True}}
@@ -130,15 +131,14 @@ class PolymemStore(BaseStore):
         return scope
 
     # -- plans -------------------------------------------------------------------------------
-    def _find(self, namespace: tuple[str, ...], key: str, *, stale: bool = False) -> Plan[polymem.MemoryRecord | None]:
-        """The item's memory: live and active, or (`stale=True`) also expired or archived."""
-        found = yield call("list", user_id=self.user_id, limit=1, status=None if stale else "active", filter={
-            f"metadata.{LG_KEY}.namespace": _ns(namespace), f"metadata.{LG_KEY}.key": key})
-        return found[0] if found and (stale or self._live(found[0])) else None
+    def _find(self, namespace: tuple[str, ...], key: str) -> Plan[polymem.MemoryRecord | None]:
+        """The item's memory, if it is live and active."""
+        record = yield call("get_by_key", self._key(namespace, key))
+        return record if record is not None and record.status == "active" and self._live(record) else None
 
     def _refresh(self, record: polymem.MemoryRecord, refresh: bool) -> Plan[None]:
         minutes = record.metadata[LG_KEY].get("ttl")
-        if refresh and minutes is not None and _can_set_expiry(self._bridge):
+        if refresh and minutes is not None:
             yield call("update", record.memory_id, expire_at=self._now() + timedelta(minutes=minutes))
 
     def _get(self, op: GetOp) -> Plan[Item | None]:
@@ -149,34 +149,23 @@ class PolymemStore(BaseStore):
         return self._item(record)  # type: ignore[no-any-return]
 
     def _put(self, op: PutOp) -> Plan[None]:
-        record = yield from self._find(op.namespace, op.key, stale=True)
-        if record is not None and (op.value is None or not self._live(record) or record.status != "active"):
-            yield call("delete", record.memory_id)
-            record = None
+        key = self._key(op.namespace, op.key)
         if op.value is None:
+            record = yield call("get_by_key", key)
+            if record is not None:
+                yield call("delete", record.memory_id)
             return
+        current = yield from self._find(op.namespace, op.key)
         value = dict(op.value)
-        content = self._content(value, op.index)
         meta: dict[str, Any] = {"namespace": _ns(op.namespace), "path": list(op.namespace), "key": op.key,
                                 "prefixes": [_ns(op.namespace[: i + 1]) for i in range(len(op.namespace))],
                                 "value": value}
         if op.ttl is not None:
             meta["ttl"] = op.ttl
-        expire_at = self._now() + timedelta(minutes=op.ttl) if op.ttl is not None else None
-        if record is not None:
-            metadata = {**record.metadata, LG_KEY: meta}
-            changes: dict[str, Any] = {"content": content, "metadata": metadata}
-            if _can_set_expiry(self._bridge):
-                changes["expire_at"] = expire_at
-            yield call("update", record.memory_id, **changes)
-        else:
-            saved = yield call("save", content, user_id=self.user_id, agent_id=self.agent_id,
-                               category=self.category, source=self.source, metadata={LG_KEY: meta},
-                               expire_at=expire_at,
-                               idempotency_key=f"langgraph:{self.user_id}:{_ns(op.namespace)}:{op.key}")
-            if saved.metadata.get(LG_KEY) != meta:  # a polymem whose idempotency keys do not decide alone
-                raise ValueError(f"polymem merged item {op.namespace}/{op.key} into memory {saved.memory_id}, "
-                                 "which holds the same text; this polymem is too old for PolymemStore")
+        yield call("put", key, self._content(value, op.index), user_id=self.user_id, agent_id=self.agent_id,
+                   category=self.category, source=self.source,
+                   metadata={**(current.metadata if current is not None else {}), LG_KEY: meta},
+                   expire_at=self._now() + timedelta(minutes=op.ttl) if op.ttl is not None else None)
 
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         scope = self._scope_filter(op.namespace_prefix, op.filter)
@@ -191,18 +180,12 @@ class PolymemStore(BaseStore):
         return [self._item(r, SearchItem, s) for r, s in pairs]
 
     def _namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
-        found: set[tuple[str, ...]] = set()
-        offset = 0
-        while True:  # the core has no "distinct" query yet; page through the items' metadata
-            page = yield call("list", user_id=self.user_id, filter=self._scope_filter(()), limit=_PAGE, offset=offset)
-            for record in page:
-                if self._live(record):
-                    path = tuple(record.metadata[LG_KEY]["path"])
-                    if all(_matches(c, path) for c in op.match_conditions or ()):
-                        found.add(path[: op.max_depth] if op.max_depth is not None else path)
-            if len(page) < _PAGE:
-                break
-            offset += _PAGE
+        paths = yield call("distinct", f"metadata.{LG_KEY}.path", user_id=self.user_id,
+                           filter=self._scope_filter(()))
+        found = {tuple(path) for path in paths}
+        found = {p for p in found if all(_matches(c, p) for c in op.match_conditions or ())}
+        if op.max_depth is not None:
+            found = {p[: op.max_depth] for p in found}
         return sorted(found)[op.offset: op.offset + op.limit]
 
     def _batch(self, ops: Iterable[Op]) -> Plan[list[Result]]:
@@ -225,11 +208,11 @@ class PolymemStore(BaseStore):
     # -- LangGraph API -----------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order; one result per operation."""
-        return run(self._bridge, self._batch(ops))
+        return self._forms.sync.run(self._batch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async `batch` (awaits an async polymem store natively)."""
-        return await arun(self._bridge, self._batch(ops))
+        return await self._forms.asynchronous.run(self._batch(ops))
 
 
 def _matches(condition: MatchCondition, path: tuple[str, ...]) -> bool:
@@ -238,10 +221,3 @@ def _matches(condition: MatchCondition, path: tuple[str, ...]) -> bool:
         return False
     pairs = zip(path, pattern) if condition.match_type == "prefix" else zip(reversed(path), reversed(pattern))
     return all(p == "*" or p == label for label, p in pairs)
-
-
-def _can_set_expiry(bridge: Bridge) -> bool:
-    """Whether this polymem's `update` takes `expire_at` (needed to refresh TTLs)."""
-    import inspect
-
-    return "expire_at" in inspect.signature(bridge.store.update).parameters

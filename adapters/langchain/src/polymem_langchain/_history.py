@@ -11,8 +11,8 @@ from langchain_core.messages import BaseMessage
 
 import polymem
 
-from ._bridge import Bridge, SessionBridge, Store
 from ._convert import to_langchain, to_polymem_messages
+from ._stores import Forms, Store
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -53,58 +53,66 @@ class PolymemChatMessageHistory(BaseChatMessageHistory):
         self.user_id = user_id
         self.agent_id = agent_id
         self._converted: dict[str, BaseMessage] = {}
-        self._session = SessionBridge(
-            Bridge(store), session_id, user_id=user_id, agent_id=agent_id,
-            max_tokens=max_tokens, ttl=ttl, overflow=overflow, keep_last=keep_last,
-        )
+        self._forms = Forms(store)
+        self._spec: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id, "max_tokens": max_tokens,
+                                      "ttl": ttl, "overflow": overflow, "keep_last": keep_last}
+        self._async_session = self._forms.asynchronous.session(session_id, **self._spec)
+        self._sync_session: polymem.Session | None = None
 
     @property
     def session(self) -> Any:
-        """The underlying polymem session (`Session`, `AsyncSession`, or an HTTP client's)."""
-        return self._session.native_async or self._session.sync
+        """The underlying polymem session: an `AsyncSession` on an async store, else a `Session`."""
+        return self._async_session if isinstance(self.store, polymem.AsyncMemory) else self._sync
+
+    @property
+    def _sync(self) -> polymem.Session:
+        """The session on the store's sync form (made on first use)."""
+        if self._sync_session is None:
+            self._sync_session = self._forms.sync.session(self.session_id, **self._spec)
+        return self._sync_session
 
     @property
     def messages(self) -> MessageWindow:
         """The session's window, oldest first, as LangChain messages."""
-        return MessageWindow(self, self._session.sync.messages())
+        return MessageWindow(self, self._sync.messages())
 
     @messages.setter
     def messages(self, messages: Sequence[BaseMessage]) -> None:
         """Make the window exactly `messages` (what leaves stays in the transcript)."""
         if isinstance(messages, MessageWindow) and messages._history is self:
-            self._session.sync.replace(messages._records)
+            self._sync.replace(messages._records)
         else:
-            self._session.sync.replace(to_polymem_messages(messages))
+            self._sync.replace(to_polymem_messages(messages))
 
     async def aget_messages(self) -> MessageWindow:
         """Async `messages`."""
-        return MessageWindow(self, await self._session.call("messages"))
+        return MessageWindow(self, await self._async_session.messages())
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages to the session (one write)."""
         if messages:
-            self._session.sync.add_messages(to_polymem_messages(messages))
+            self._sync.add_messages(to_polymem_messages(messages))
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async `add_messages`."""
         if messages:
-            await self._session.call("add_messages", to_polymem_messages(messages))
+            await self._async_session.add_messages(to_polymem_messages(messages))
 
     def clear(self) -> None:
         """Empty the window (and any running summary); the transcript keeps every message."""
-        self._session.sync.clear()
+        self._sync.clear()
 
     async def aclear(self) -> None:
         """Async `clear`."""
-        await self._session.call("clear")
+        await self._async_session.clear()
 
     def transcript(self) -> list[BaseMessage]:
         """Every message this session ever held, including those out of the window."""
-        return [to_langchain(m) for m in self._session.sync.transcript()]
+        return [to_langchain(m) for m in self._sync.transcript()]
 
     async def atranscript(self) -> list[BaseMessage]:
         """Async `transcript`."""
-        return [to_langchain(m) for m in await self._session.call("transcript")]
+        return [to_langchain(m) for m in await self._async_session.transcript()]
 
     def _to_langchain(self, records: list[polymem.Message]) -> list[BaseMessage]:
         """Convert a window, reusing what the previous read converted (stored messages never change)."""
@@ -115,10 +123,10 @@ class PolymemChatMessageHistory(BaseChatMessageHistory):
 
     def _evict(self, message_ids: list[str]) -> None:
         if message_ids:
-            self._session.sync.evict(message_ids)
+            self._sync.evict(message_ids)
 
     def _append(self, messages: Sequence[BaseMessage]) -> list[polymem.Message]:
-        return self._session.sync.add_messages(to_polymem_messages(messages)) if messages else []
+        return self._sync.add_messages(to_polymem_messages(messages)) if messages else []
 
     def __repr__(self) -> str:
         return f"PolymemChatMessageHistory(session_id={self.session_id!r}, user_id={self.user_id!r})"
@@ -141,7 +149,7 @@ class MessageWindow(list[BaseMessage]):
         super().__init__(history._to_langchain(self._records))
 
     def _rewrite(self) -> None:
-        session = self._history._session.sync
+        session = self._history._sync
         session.replace(self._records)
         self._records = session.messages()  # ids change when the order did
         super().__init__(self._history._to_langchain(self._records))

@@ -14,7 +14,6 @@ from pydantic import ConfigDict, PrivateAttr
 
 import polymem
 
-from ._bridge import Bridge, Store
 from ._convert import (
     DOC_ID_KEY,
     LC_KEY,
@@ -24,7 +23,7 @@ from ._convert import (
     record_to_document,
 )
 from ._embeddings import LangChainEmbedder, PolymemEmbeddings, as_embedder
-from ._plan import Plan, arun, call, run
+from ._stores import Forms, Plan, Store, call
 
 
 class PolymemVectorStore(VectorStore):
@@ -50,7 +49,7 @@ class PolymemVectorStore(VectorStore):
         category: str = "fact",
         source: str = "user_input",
     ) -> None:
-        self._bridge = Bridge(store)
+        self._forms = Forms(store)
         self.store = store
         self.user_id = user_id
         self.agent_id = agent_id
@@ -61,7 +60,7 @@ class PolymemVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The store's embedder as LangChain `Embeddings` (None in lexical-only mode)."""
-        embedder = getattr(self._bridge.store, "embedder", None)
+        embedder = self._forms.store.embedder
         if embedder is None:
             return None
         return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
@@ -132,37 +131,37 @@ class PolymemVectorStore(VectorStore):
     def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
                   ids: list[str] | None = None, **kwargs: Any) -> list[str]:
         """Save texts as memories; an id already present updates that memory (a new version)."""
-        return run(self._bridge, self._add(texts, metadatas, ids, kwargs))
+        return self._forms.sync.run(self._add(texts, metadatas, ids, kwargs))
 
     async def aadd_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
                          ids: list[str] | None = None, **kwargs: Any) -> list[str]:
         """Async `add_texts`."""
-        return await arun(self._bridge, self._add(texts, metadatas, ids, kwargs))
+        return await self._forms.asynchronous.run(self._add(texts, metadatas, ids, kwargs))
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete memories by document id; True if every one existed."""
-        return run(self._bridge, self._delete(ids))
+        return self._forms.sync.run(self._delete(ids))
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Async `delete`."""
-        return await arun(self._bridge, self._delete(ids))
+        return await self._forms.asynchronous.run(self._delete(ids))
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The documents with these ids (missing ones are skipped)."""
-        return run(self._bridge, self._get(ids))
+        return self._forms.sync.run(self._get(ids))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async `get_by_ids`."""
-        return await arun(self._bridge, self._get(ids))
+        return await self._forms.asynchronous.run(self._get(ids))
 
     def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> list[tuple[Document, float]]:
         """Recall `k` documents for `query`, best first, with polymem's score (higher is better)."""
-        return run(self._bridge, self._search(query, k, kwargs))
+        return self._forms.sync.run(self._search(query, k, kwargs))
 
     async def asimilarity_search_with_score(self, query: str, k: int = 4,
                                             **kwargs: Any) -> list[tuple[Document, float]]:
         """Async `similarity_search_with_score`."""
-        return await arun(self._bridge, self._search(query, k, kwargs))
+        return await self._forms.asynchronous.run(self._search(query, k, kwargs))
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """Recall `k` documents for `query`, best first."""
@@ -212,10 +211,10 @@ class PolymemRetriever(BaseRetriever):
     filter: dict[str, Any] | None = None
     """A polymem recall filter."""
 
-    _bridge: Bridge = PrivateAttr()
+    _forms: Forms = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._bridge = Bridge(self.store)
+        self._forms = Forms(self.store)
 
     def _recall(self, query: str, kwargs: dict[str, Any]) -> Plan[list[Document]]:
         hits = yield call(
@@ -227,8 +226,8 @@ class PolymemRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:
-        return run(self._bridge, self._recall(query, kwargs))
+        return self._forms.sync.run(self._recall(query, kwargs))
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        **kwargs: Any) -> list[Document]:
-        return await arun(self._bridge, self._recall(query, kwargs))
+        return await self._forms.asynchronous.run(self._recall(query, kwargs))

@@ -9,18 +9,62 @@ conversation remains in polymem for every framework to read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import weakref
+from collections.abc import Generator, Iterable
+from typing import Any, TypeVar
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
+import polymem
 from polymem import Message
+from polymem import operations as ops
+from polymem.operations import Operation
 
-from ._bridge import Plan, Store, arun, resolve_store, run
 from ._convert import from_polymem, from_polymem_all, keep_identity, to_polymem, to_polymem_all
+
+T = TypeVar("T")
+Store = polymem.Memory | polymem.AsyncMemory
+Plan = Generator[Operation[Any], Any, T]
+"""A chat store operation written once, yielding polymem operations (`store.run(plan)`)."""
+
+_live: weakref.WeakValueDictionary[tuple[str, str], Any] = weakref.WeakValueDictionary()
+
+
+def resolve_store(memory: Store | str | None, url: str | None = None, namespace: str | None = None) -> Store:
+    """The store a component works on: the given one, a live one with that descriptor, or a newly opened one.
+
+    The last store handed to a component wins its descriptor, so a component
+    rebuilt in this process finds the store it was serialised from.
+    """
+    if memory is not None and not isinstance(memory, str):
+        if not isinstance(memory, (polymem.Memory, polymem.AsyncMemory)):
+            raise TypeError(
+                f"expected a polymem.Memory, polymem.AsyncMemory or a store URL, got {type(memory).__name__}"
+            )
+        _live[(memory.url, memory.namespace)] = memory
+        return memory
+    target = memory if isinstance(memory, str) else url
+    if not target:
+        raise TypeError("give a polymem store (polymem.open(...)) or its URL")
+    key = (target, namespace or "default")
+    found = _live.get(key)
+    if found is None:
+        found = polymem.open(target, namespace=key[1])
+        _live[key] = found
+    return found
+
+
+def run(store: Store, plan: Plan[T]) -> T:
+    """Run a plan from synchronous code, on the store's sync form."""
+    return store.to_sync().run(plan)
+
+
+async def arun(store: Store, plan: Plan[T]) -> T:
+    """Run a plan from asynchronous code, on the store's async form."""
+    return await store.to_async().run(plan)
 
 
 class PolymemBound(BaseModel):
@@ -49,11 +93,11 @@ class PolymemBound(BaseModel):
         """The live polymem store (`polymem.Memory` or `polymem.AsyncMemory`)."""
         return self._store
 
-    def _session(self, key: str) -> Any:
-        return self._store.session(key, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
+    def _session(self, key: str) -> ops.SessionSpec:
+        return ops.SessionSpec.of(key, user_id=self.user_id, agent_id=self.agent_id, max_tokens=None)
 
     def _keys(self) -> Plan[list[str]]:
-        infos = yield lambda: self._store.sessions(user_id=self.user_id)
+        infos = yield ops.Sessions.bind(user_id=self.user_id)
         return [info.session_id for info in infos]
 
 
@@ -205,7 +249,7 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
         return await arun(self._store, self._keys())
 
 
-# -- plans: each operation once, driven sync or async by `_bridge` ----------------------------
+# -- plans: each operation once, run by the store's sync or async form ----------------------------
 
 
 def _raw(window: Iterable[Message]) -> list[Message]:
@@ -213,46 +257,46 @@ def _raw(window: Iterable[Message]) -> list[Message]:
     return [m for m in window if not m.metadata.get("polymem_summary")]
 
 
-def _window(ses: Any) -> Plan[list[ChatMessage]]:
-    messages = yield ses.messages
+def _window(ses: ops.SessionSpec) -> Plan[list[ChatMessage]]:
+    messages = yield ops.SessionMessages.bind(ses)
     return from_polymem_all(messages)
 
 
-def _set(ses: Any, messages: list[ChatMessage]) -> Plan[None]:
-    current = yield ses.messages
+def _set(ses: ops.SessionSpec, messages: list[ChatMessage]) -> Plan[None]:
+    current = yield ops.SessionMessages.bind(ses)
     wanted = keep_identity(_raw(current), to_polymem_all(messages))
-    yield lambda: ses.replace(wanted)
+    yield ops.SessionReplace.bind(ses, wanted)
 
 
-def _add(ses: Any, message: ChatMessage, idx: int | None) -> Plan[None]:
+def _add(ses: ops.SessionSpec, message: ChatMessage, idx: int | None) -> Plan[None]:
     new = to_polymem(message)
     if idx is None:
-        yield lambda: ses.add_messages([new])
+        yield ops.SessionAdd.bind(ses, [new])
         return
-    window = _raw((yield ses.messages))
+    window = _raw((yield ops.SessionMessages.bind(ses)))
     window.insert(idx, new)
-    yield lambda: ses.replace(window)
+    yield ops.SessionReplace.bind(ses, window)
 
 
-def _append(ses: Any, messages: list[ChatMessage], status: MessageStatus) -> Plan[None]:
+def _append(ses: ops.SessionSpec, messages: list[ChatMessage], status: MessageStatus) -> Plan[None]:
     if not messages:
         return
-    added = yield lambda: ses.add_messages(to_polymem_all(messages))
+    added = yield ops.SessionAdd.bind(ses, to_polymem_all(messages))
     if status == MessageStatus.ARCHIVED:
-        yield lambda: ses.evict([m.message_id for m in added])
+        yield ops.SessionEvict.bind(ses, [m.message_id for m in added])
 
 
-def _delete_session(ses: Any) -> Plan[list[ChatMessage] | None]:
-    info = yield ses.info
+def _delete_session(ses: ops.SessionSpec) -> Plan[list[ChatMessage] | None]:
+    info = yield ops.SessionInfoOp.bind(ses)
     if info is None:
         return None
-    messages = yield ses.messages
-    yield ses.delete
+    messages = yield ops.SessionMessages.bind(ses)
+    yield ops.SessionDelete.bind(ses)
     return from_polymem_all(messages)
 
 
-def _delete_at(ses: Any, idx: int) -> Plan[ChatMessage | None]:
-    window = _raw((yield ses.messages))
+def _delete_at(ses: ops.SessionSpec, idx: int) -> Plan[ChatMessage | None]:
+    window = _raw((yield ops.SessionMessages.bind(ses)))
     if not -len(window) <= idx < len(window):
         return None
     target = window[idx]
@@ -260,19 +304,19 @@ def _delete_at(ses: Any, idx: int) -> Plan[ChatMessage | None]:
     return from_polymem(target)
 
 
-def _by_status(ses: Any, status: MessageStatus | None) -> Plan[list[Message]]:
+def _by_status(ses: ops.SessionSpec, status: MessageStatus | None) -> Plan[list[Message]]:
     if status == MessageStatus.ACTIVE:
-        return (yield ses.messages)
-    transcript = yield ses.transcript
+        return (yield ops.SessionMessages.bind(ses))
+    transcript = yield ops.SessionTranscript.bind(ses)
     if status is None:
         return transcript
-    window = yield ses.messages
+    window = yield ops.SessionMessages.bind(ses)
     active = {m.message_id for m in window}
     return [m for m in transcript if m.message_id not in active]
 
 
-def _count(ses: Any, status: MessageStatus | None) -> Plan[int]:
-    info = yield ses.info
+def _count(ses: ops.SessionSpec, status: MessageStatus | None) -> Plan[int]:
+    info = yield ops.SessionInfoOp.bind(ses)
     if info is None:
         return 0
     if status == MessageStatus.ACTIVE:
@@ -282,39 +326,39 @@ def _count(ses: Any, status: MessageStatus | None) -> Plan[int]:
     return int(info.message_count)
 
 
-def _oldest(ses: Any, n: int, *, forget: bool) -> Plan[list[ChatMessage]]:
-    oldest = _raw((yield ses.messages))[: max(n, 0)]
+def _oldest(ses: ops.SessionSpec, n: int, *, forget: bool) -> Plan[list[ChatMessage]]:
+    oldest = _raw((yield ops.SessionMessages.bind(ses)))[: max(n, 0)]
     if not oldest:
         return []
     ids = [m.message_id for m in oldest]
     if forget:
         yield from _forget(ses, set(ids))
     else:
-        yield lambda: ses.evict(ids)
+        yield ops.SessionEvict.bind(ses, ids)
     return from_polymem_all(oldest)
 
 
-def _forget_status(ses: Any, status: MessageStatus) -> Plan[None]:
+def _forget_status(ses: ops.SessionSpec, status: MessageStatus) -> Plan[None]:
     doomed = yield from _by_status(ses, status)
     yield from _forget(ses, {m.message_id for m in _raw(doomed)})
 
 
-def _reset_archived(ses: Any, messages: list[ChatMessage]) -> Plan[None]:
-    yield ses.delete
+def _reset_archived(ses: ops.SessionSpec, messages: list[ChatMessage]) -> Plan[None]:
+    yield ops.SessionDelete.bind(ses)
     yield from _append(ses, messages, MessageStatus.ARCHIVED)
 
 
-def _forget(ses: Any, message_ids: set[str]) -> Plan[None]:
+def _forget(ses: ops.SessionSpec, message_ids: set[str]) -> Plan[None]:
     """Remove messages from the transcript too (polymem has no call for it yet: rewrite the session)."""
     if not message_ids:
         return
-    transcript = yield ses.transcript
-    window = yield ses.messages
+    transcript = yield ops.SessionTranscript.bind(ses)
+    window = yield ops.SessionMessages.bind(ses)
     in_window = {m.message_id for m in window}
     kept = [m for m in transcript if m.message_id not in message_ids]
-    yield ses.delete
+    yield ops.SessionDelete.bind(ses)
     if kept:
-        yield lambda: ses.add_messages(kept)
+        yield ops.SessionAdd.bind(ses, kept)
         archived = [m.message_id for m in kept if m.message_id not in in_window]
         if archived:
-            yield lambda: ses.evict(archived)
+            yield ops.SessionEvict.bind(ses, archived)

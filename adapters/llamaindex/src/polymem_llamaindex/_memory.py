@@ -12,10 +12,10 @@ from llama_index.core.memory import BaseMemoryBlock, ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store.base import BaseChatStore
 
-from polymem import RecallHit
+from polymem import RecallHit, render_memories
+from polymem import operations as ops
 
-from ._bridge import Plan, Store, arun, run
-from ._chat_store import PolymemBound, PolymemChatStore
+from ._chat_store import Plan, PolymemBound, PolymemChatStore, Store, arun, run
 from ._convert import text_of, to_polymem_all
 
 DEFAULT_HEADER = "Long-term memories relevant to this conversation:"
@@ -48,8 +48,8 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
         query = _latest_user_text(messages or [])
         if not query:
             return ""
-        hits = await arun(self._store, _recall(self._store, query, self.user_id, self.top_k))
-        return "\n".join(_line(hit) for hit in hits)
+        hits = await arun(self._store, _recall(query, self.user_id, self.top_k))
+        return render_memories(hits)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Distil messages that left short-term memory into long-term memories."""
@@ -188,24 +188,19 @@ class PolymemMemory(ChatMemoryBuffer):
         query = input or _latest_user_text(self.get_all())
         if not query:
             return None
-        hits = run(self.memory, _recall(self.memory, query, self.chat_store.user_id, self.top_k))
+        hits = run(self.memory, _recall(query, self.chat_store.user_id, self.top_k))
         if not hits:
             return None
-        lines = "\n".join(_line(hit) for hit in hits)
-        return ChatMessage(role="system", content=f"{self.header}\n{lines}")
+        return ChatMessage(role="system", content=render_memories(hits, header=self.header))
 
 
-def _recall(store: Store, query: str, user_id: str | None, top_k: int) -> Plan[list[RecallHit]]:
-    return (yield lambda: store.recall(query, user_id=user_id, top_k=top_k))
+def _recall(query: str, user_id: str | None, top_k: int) -> Plan[list[RecallHit]]:
+    return (yield ops.Recall.bind(query, user_id=user_id, top_k=top_k))
 
 
 def _ingest(owner: PolymemBound, messages: list[ChatMessage], session_id: str | None) -> Plan[Any]:
     converted = to_polymem_all(messages)
-    return (
-        yield lambda: owner.memory.ingest(
-            converted, user_id=owner.user_id, agent_id=owner.agent_id, session_id=session_id
-        )
-    )
+    return (yield ops.Ingest.bind(converted, user_id=owner.user_id, agent_id=owner.agent_id, session_id=session_id))
 
 
 def _latest_user_text(messages: list[ChatMessage]) -> str:
@@ -215,7 +210,3 @@ def _latest_user_text(messages: list[ChatMessage]) -> str:
             if text:
                 return text
     return ""
-
-
-def _line(hit: RecallHit) -> str:
-    return f"- {hit.memory.content}"

@@ -13,9 +13,10 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 
-from . import _aio
+import polymem
+
 from ._filters import DEFAULT_HEADER, _last_user_text
-from ._plugin import format_hits
+from ._plugin import HIT_TEMPLATE
 
 MEMORY_METADATA_KEY = "polymem_memories"
 
@@ -72,7 +73,7 @@ class PolymemChatCompletion(ChatCompletionClientBase):
             instruction_role=inner_service.instruction_role,
             inner_service=inner_service,
         )
-        self._store = store
+        self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._top_k = top_k
@@ -97,9 +98,7 @@ class PolymemChatCompletion(ChatCompletionClientBase):
         query = _last_user_text(chat_history)
         if not query or not query.strip():
             return None
-        hits = await _aio.call(
-            self._store.recall,
-            query,
+        hits = await self._store.recall(query,
             user_id=self._user_id,
             agent_id=self._agent_id,
             top_k=self._top_k,
@@ -109,7 +108,7 @@ class PolymemChatCompletion(ChatCompletionClientBase):
             return None
         return ChatMessageContent(
             role=AuthorRole.SYSTEM,
-            content=f"{self._header}\n{format_hits(hits)}",
+            content=polymem.render_memories(hits, header=self._header, template=HIT_TEMPLATE),
             metadata={MEMORY_METADATA_KEY: [hit.memory.memory_id for hit in hits]},
         )
 

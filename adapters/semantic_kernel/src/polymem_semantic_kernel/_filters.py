@@ -19,8 +19,9 @@ from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.filters.prompts.prompt_render_context import PromptRenderContext
 from semantic_kernel.kernel import Kernel
 
-from . import _aio
-from ._plugin import format_hits
+import polymem
+
+from ._plugin import HIT_TEMPLATE
 
 DEFAULT_HEADER = "Relevant long-term memories about the user (best first; they may be outdated):"
 
@@ -65,7 +66,7 @@ class PolymemMemoryFilter:
         max_chars: int = 2000,
         header: str = DEFAULT_HEADER,
     ) -> None:
-        self._store = store
+        self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._session_id = session_id
@@ -130,9 +131,9 @@ class PolymemMemoryFilter:
 
     async def memory_block(self, query: str) -> str | None:
         """The header plus the memories relevant to `query`, best first; None if none qualify."""
-        hits = await _aio.call(self._store.recall, query, user_id=self._user_id, top_k=self._top_k)
+        hits = await self._store.recall(query, user_id=self._user_id, top_k=self._top_k)
         hits = [hit for hit in hits if hit.score >= self._min_score]
-        return f"{self._header}\n{format_hits(hits)}" if hits else None
+        return polymem.render_memories(hits, header=self._header, template=HIT_TEMPLATE) or None
 
     async def record_user_turn(self, text: str | None) -> None:
         """Save one user turn (`source="user_input"`), once per session and text."""
@@ -142,18 +143,14 @@ class PolymemMemoryFilter:
             import polymem
 
             message = polymem.Message(role="user", content=text)
-            await _aio.call(
-                self._store.ingest,
-                [message],
+            await self._store.ingest([message],
                 user_id=self._user_id,
                 agent_id=self._agent_id,
                 session_id=self._session_id,
             )
             return
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-        await _aio.call(
-            self._store.save,
-            self._clip(text),
+        await self._store.save(self._clip(text),
             user_id=self._user_id,
             agent_id=self._agent_id,
             session_id=self._session_id,
@@ -170,9 +167,7 @@ class PolymemMemoryFilter:
         text = result if isinstance(result, str) else json.dumps(to_jsonable_python(result, fallback=str))
         if not text.strip():
             return
-        await _aio.call(
-            self._store.save,
-            self._clip(f"{function}({json.dumps(args, ensure_ascii=False)}) returned: {text}"),
+        await self._store.save(self._clip(f"{function}({json.dumps(args, ensure_ascii=False)}) returned: {text}"),
             user_id=self._user_id,
             agent_id=self._agent_id,
             session_id=self._session_id,

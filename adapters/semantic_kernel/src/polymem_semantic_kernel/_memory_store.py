@@ -18,7 +18,6 @@ with warnings.catch_warnings():
     from semantic_kernel.memory.memory_record import MemoryRecord
     from semantic_kernel.memory.memory_store_base import MemoryStoreBase
 
-from . import _aio
 
 COLLECTION_KEY = "sk_collection"
 """The metadata key naming a record's Semantic Kernel collection."""
@@ -60,7 +59,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         source: str = "import",
         category: str = "fact",
     ) -> None:
-        self._store = store
+        self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._source = source
@@ -83,7 +82,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         """Delete a collection and every record in it."""
         self._created.discard(collection_name)
         for record in await self._records({COLLECTION_KEY: collection_name}):
-            await _aio.call(self._store.delete, record.memory_id)
+            await self._store.delete(record.memory_id)
 
     async def does_collection_exist(self, collection_name: str) -> bool:
         """Whether the collection was created here or holds a record."""
@@ -101,12 +100,12 @@ class PolymemMemoryStore(MemoryStoreBase):
         await self._require(collection_name)
         keys = [record._id for record in records]
         for old in await self._by_keys(collection_name, keys):
-            await _aio.call(self._store.delete, old.memory_id)
+            await self._store.delete(old.memory_id)
         drafts = [self._draft(collection_name, record) for record in records]
         vectors = None
         if self._store.embedder is not None and all(record._embedding is not None for record in records):
             vectors = [np.asarray(record._embedding, dtype=float).reshape(-1).tolist() for record in records]
-        await _aio.call(self._store.save_many, drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors,
+        await self._store.save_many(drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors,
                         idempotency_keys=[f"sk:{collection_name}:{key}:{uuid.uuid4()}" for key in keys])
         for record, key in zip(records, keys):
             record._key = key
@@ -134,13 +133,13 @@ class PolymemMemoryStore(MemoryStoreBase):
         found = await self._by_keys(collection_name, [key])
         if not found:
             raise ServiceResourceNotFoundError(f"Key '{key}' not found in collection '{collection_name}'")
-        await _aio.call(self._store.delete, found[0].memory_id)
+        await self._store.delete(found[0].memory_id)
 
     async def remove_batch(self, collection_name: str, keys: list[str]) -> None:
         """Delete the records of the keys that exist."""
         await self._require(collection_name)
         for memory in await self._by_keys(collection_name, keys):
-            await _aio.call(self._store.delete, memory.memory_id)
+            await self._store.delete(memory.memory_id)
 
     # search --------------------------------------------------------------------------------
     async def get_nearest_matches(
@@ -198,8 +197,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         out: list[polymem.MemoryRecord] = []
         while True:
             page_size = min(limit - len(out), _PAGE) if limit else _PAGE
-            page = await _aio.call(
-                self._store.list,
+            page = await self._store.list(
                 user_id=self._user_id,
                 agent_id=self._agent_id,
                 filter=scoped,
@@ -222,12 +220,12 @@ class PolymemMemoryStore(MemoryStoreBase):
                 "(e.g. polymem.open(url, embedder=SemanticKernelEmbedder(service)))"
             )
         vector = np.asarray(embedding, dtype=float).reshape(-1).tolist()
-        return await _aio.call(  # type: ignore[no-any-return]
-            self._store.nearest, vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
+        return await self._store.nearest(  # type: ignore[no-any-return]
+            vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
             filter={f"metadata.{COLLECTION_KEY}": collection_name})
 
     async def _vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        found = await _aio.call(self._store.vectors, list(memory_ids)) if memory_ids else {}
+        found = await self._store.vectors(list(memory_ids)) if memory_ids else {}
         return {k: np.asarray(v) for k, v in found.items()}
 
 

@@ -8,19 +8,16 @@ from semantic_kernel.functions import kernel_function
 
 import polymem
 
-from . import _aio
-
 NO_MEMORIES = "No relevant memories found."
+
+
+HIT_TEMPLATE = "{rank}. [{memory_id}] {content} ({category}, score {score:.2f})"
+"""How `render_memories` lists a recalled memory for a Semantic Kernel model."""
 
 
 def format_hits(hits: list[polymem.RecallHit]) -> str:
     """Recall hits as prompt-ready lines, in the order given (best first)."""
-    if not hits:
-        return NO_MEMORIES
-    return "\n".join(
-        f"{rank}. [{hit.memory.memory_id}] {hit.memory.content} ({hit.memory.category}, score {hit.score:.2f})"
-        for rank, hit in enumerate(hits, start=1)
-    )
+    return polymem.render_memories(hits, template=HIT_TEMPLATE, empty=NO_MEMORIES)
 
 
 class PolymemPlugin:
@@ -48,7 +45,7 @@ class PolymemPlugin:
         top_k: int = 5,
         source: str = "inference",
     ) -> None:
-        self._store = store
+        self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._session_id = session_id
@@ -70,9 +67,7 @@ class PolymemPlugin:
         importance: Annotated[float | None, "How important it is, from 0.0 to 1.0; omit if unsure."] = None,
     ) -> Annotated[str, "Confirmation with the memory id."]:
         """Save one memory for the plugin's user."""
-        record = await _aio.call(
-            self._store.save,
-            content,
+        record = await self._store.save(content,
             user_id=self._user_id,
             agent_id=self._agent_id,
             session_id=self._session_id,
@@ -95,8 +90,7 @@ class PolymemPlugin:
         top_k: Annotated[int | None, "How many memories to return at most; omit for the default."] = None,
     ) -> Annotated[str, "Matching memories, one per line, best first."]:
         """Recall memories for the plugin's user, ordered by score."""
-        hits = await _aio.call(
-            self._store.recall, query, user_id=self._user_id, top_k=top_k or self._top_k
+        hits = await self._store.recall(query, user_id=self._user_id, top_k=top_k or self._top_k
         )
         return format_hits(hits)
 
@@ -115,7 +109,7 @@ class PolymemPlugin:
         """Replace one memory's content (a new version)."""
         if await self._own(memory_id) is None:
             return f"No memory [{memory_id}] to update."
-        record = await _aio.call(self._store.update, memory_id, content=content)
+        record = await self._store.update(memory_id, content=content)
         return f"Updated memory [{record.memory_id}] (version {record.version}): {record.content}"
 
     @kernel_function(
@@ -127,10 +121,10 @@ class PolymemPlugin:
         memory_id: Annotated[str, "The id of the memory to delete, as shown by recall."],
     ) -> Annotated[str, "Confirmation, or why nothing was deleted."]:
         """Delete one memory of the plugin's user."""
-        if await self._own(memory_id) is None or not await _aio.call(self._store.delete, memory_id):
+        if await self._own(memory_id) is None or not await self._store.delete(memory_id):
             return f"No memory [{memory_id}] to forget."
         return f"Forgot memory [{memory_id}]."
 
     async def _own(self, memory_id: str) -> polymem.MemoryRecord | None:
-        record = await _aio.call(self._store.get, memory_id)
+        record = await self._store.get(memory_id)
         return record if record is not None and record.user_id == self._user_id else None

@@ -13,7 +13,7 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.exceptions.agent_exceptions import AgentThreadOperationException
 
-from . import _aio, _convert
+from . import _convert
 
 if sys.version_info >= (3, 12):
     from typing import override  # pragma: no cover
@@ -54,7 +54,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         thread_id = thread_id or f"thread_{uuid.uuid4().hex}"
         super().__init__(chat_history=None, thread_id=thread_id)
         self._id = thread_id  # semantic-kernel 1.28 kept it in `_thread_id` until create(); the session needs it now
-        self._store = store
+        self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._max_tokens = max_tokens
@@ -76,8 +76,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         if self._session is None:
             if self._id is None:
                 raise AgentThreadOperationException("The thread has been deleted.")
-            self._session = await _aio.call(
-                self._store.session,
+            self._session = self._store.session(
                 self._id,
                 user_id=self._user_id,
                 agent_id=self._agent_id,
@@ -96,9 +95,9 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
     async def _delete(self) -> None:
         session = await self.session()
         if self._consolidate_on_delete:
-            await _aio.call(session.end, consolidate=True)
+            await session.end(consolidate=True)
         else:
-            await _aio.call(session.delete)
+            await session.delete()
         self._chat_history.clear()
         self._session = None
 
@@ -110,7 +109,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         if new_message.metadata.get("thread_id") == self._id:
             return
         session = await self.session()
-        await _aio.call(session.add_messages, [_convert.to_polymem(new_message)])
+        await session.add_messages([_convert.to_polymem(new_message)])
         self._chat_history.add_message(new_message)
 
     @override
@@ -125,7 +124,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         if self._id is None:
             await self.create()
         session = await self.session()
-        stored = await _aio.call(session.messages)
+        stored = await session.messages()
         messages = _convert.from_polymem_all(stored)
         self._chat_history = ChatHistory(messages=list(messages))
         for message in messages:

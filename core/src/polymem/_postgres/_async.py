@@ -129,6 +129,9 @@ class AsyncPostgresBackend(PostgresStore):
     async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.get, namespace, memory_ids)
 
+    async def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        return await self._call(self.plans.get_by_keys, namespace, keys)
+
     async def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
                    filter: dict[str, Any] | None, status: str | None, limit: int,
                    offset: int) -> builtins.list[MemoryRecord]:

@@ -215,6 +215,15 @@ class Plans:
         found = {r[0]: row_to_record(r) for r in rows}
         return [found[i] for i in memory_ids if i in found]
 
+    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> PgPlan[builtins.list[MemoryRecord]]:
+        """The records saved under these idempotency keys, whatever their status, in the keys' order."""
+        if not keys:
+            return []
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS}, m.idempotency_key FROM polymem_memories m "
+                       "WHERE m.namespace = %s AND m.idempotency_key = ANY(%s)", (namespace, list(keys)))
+        found = {r[-1]: row_to_record(r[:-1]) for r in rows}
+        return [found[k] for k in keys if k in found]
+
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
              filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> PgPlan[builtins.list[MemoryRecord]]:
         where, params = _scope_sql(namespace, user_id, agent_id, category, filter)

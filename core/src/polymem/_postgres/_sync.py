@@ -78,6 +78,9 @@ class PostgresBackend(PostgresStore, Backend):
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.get, namespace, memory_ids)
 
+    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.get_by_keys, namespace, keys)
+
     def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
              filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)

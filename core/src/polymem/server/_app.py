@@ -145,7 +145,7 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
         else:
             result = await service.execute(ctx, op.model_construct(**values))
         if result is None and op.missing_is_none:
-            raise NotFoundError(f"no memory {values.get('memory_id')!r}")
+            raise NotFoundError(f"no memory {values.get('memory_id', values.get('key'))!r}")
         if isinstance(result, MemoryRecord) and result.metadata.get("polymem_flags") and op is ops.Save:
             metrics.event("write_flagged", result.status)
         if isinstance(result, RecallResult) and result.withheld.get("count"):

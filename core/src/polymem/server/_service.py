@@ -358,6 +358,51 @@ class Service:
         user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
         return await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
 
+    async def get_by_key(self, ctx: Context, op: ops.GetByKey) -> MemoryRecord | None:
+        ctx.grant.require("read")
+        rec = await self.store(ctx.namespace).execute(op)
+        return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
+
+    async def distinct(self, ctx: Context, op: ops.Distinct) -> builtins.list[Any]:
+        ctx.grant.require("read")
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        return await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
+
+    async def put(self, ctx: Context, op: ops.Put) -> MemoryRecord:
+        """A save or an update by key: the same scope checks, write filter and audit."""
+        ctx.grant.require("write")
+        user_id, agent_id = self._write_user(ctx.grant, op.user_id), self._write_agent(ctx.grant, op.agent_id)
+        store = self.store(ctx.namespace)
+        current = await store.get_by_key(op.key)
+        if current is not None and not ctx.grant.covers_user(current.user_id):
+            raise PermissionDeniedError("this key belongs to a memory outside your scope")
+        kept = current.metadata if current is not None and current.status == "active" else None
+        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
+        try:
+            verdict, action = self._screen(op.content, op.source, blocked)
+        except (ContentRejectedError, SourceBlockedError) as exc:
+            await self._audit(ctx, "refuse_write", content=op.content if isinstance(op.content, str) else None,
+                              detail={"why": exc.code, "source": op.source, "user_id": user_id})
+            raise
+        metadata = op.metadata
+        if metadata is not None or action is not None:
+            metadata = self._clean_metadata(ctx, metadata if metadata is not None else kept or {}, keep_from=kept)
+            if action is not None and verdict is not None:
+                metadata = flag_metadata(metadata, verdict, action)
+        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id, "metadata": metadata})
+
+        async def work() -> MemoryRecord:
+            rec = await store.execute(op)
+            if action == "quarantine":
+                rec = await self._quarantine(store, rec)
+            await self._audit(ctx, "put", memory_id=rec.memory_id, content=rec.content,
+                              detail={"key": op.key, "version": rec.version,
+                                      "flags": list(verdict.reasons) if action and verdict else None})
+            return rec
+
+        return await self._shielded(work())
+
     async def update(self, ctx: Context, op: ops.Update) -> MemoryRecord:
         ctx.grant.require("write")
         current = await self._visible(ctx, op.memory_id)

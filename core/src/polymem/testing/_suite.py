@@ -291,6 +291,22 @@ class MemoryConformance:
         with pytest.raises(polymem.NotFoundError):
             call(mem.update(str(uuid.uuid4()), content="x"))
 
+    # -- by key -------------------------------------------------------------------------------
+    def test_put_then_get_by_key_returns_the_latest_version(self, mem: Any) -> None:
+        first = call(mem.put("prefs/colour", "I like blue", user_id="ann"))
+        second = call(mem.put("prefs/colour", "I like black", user_id="ann"))
+        found = call(mem.get_by_key("prefs/colour"))
+        assert found.memory_id == first.memory_id == second.memory_id
+        assert (found.content, found.version) == ("I like black", 2)
+
+    def test_get_by_an_unknown_key_is_none(self, mem: Any) -> None:
+        assert call(mem.get_by_key("no/such/key")) is None
+
+    def test_distinct_lists_each_value_once(self, mem: Any) -> None:
+        for n, topic in enumerate(["work", "home", "work"]):
+            call(mem.save(f"note {n}", user_id="ann", metadata={"topic": topic}))
+        assert sorted(call(mem.distinct("metadata.topic", user_id="ann"))) == ["home", "work"]
+
     def test_delete_removes_the_memory(self, mem: Any) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         assert call(mem.delete(rec.memory_id)) is True

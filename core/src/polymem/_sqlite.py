@@ -971,8 +971,6 @@ class SQLiteBackend(Backend):
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
-        from ._time import from_iso
-
         report = ImportReport()
         with self._write() as conn:
             seq = self._next_seq(conn)
@@ -993,28 +991,40 @@ class SQLiteBackend(Backend):
                 conn.executemany("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
                                  [(record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
                 report.imported += 1
-            for session in sessions:
-                exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
-                                      (namespace, session["session_id"])).fetchone()
-                if exists:
-                    continue
-
-                def micros(key: str, session: dict[str, Any] = session) -> int | None:
-                    value = from_iso(session.get(key), key)
-                    return None if value is None else to_micros(value)
-
-                conn.execute(
-                    "INSERT INTO sessions(namespace, session_id, user_id, agent_id, summary, created_at, updated_at, "
-                    "expire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
-                     session.get("summary"), micros("created_at"), micros("updated_at"), micros("expire_at")))
-                conn.executemany(
-                    "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]), m["tokens"],
-                      int(m["in_window"])) for m in session["messages"]])
-                report.sessions += 1
+            report.sessions = self._import_sessions(conn, namespace, sessions)
         return report
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        with self._write() as conn:
+            return self._import_sessions(conn, namespace, sessions)
+
+    @staticmethod
+    def _import_sessions(conn: sqlite3.Connection, namespace: str, sessions: Sequence[dict[str, Any]]) -> int:
+        from ._time import from_iso
+
+        count = 0
+        for session in sessions:
+            exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
+                                  (namespace, session["session_id"])).fetchone()
+            if exists:
+                continue
+
+            def micros(key: str, session: dict[str, Any] = session) -> int | None:
+                value = from_iso(session.get(key), key)
+                return None if value is None else to_micros(value)
+
+            conn.execute(
+                "INSERT INTO sessions(namespace, session_id, user_id, agent_id, summary, created_at, updated_at, "
+                "expire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
+                 session.get("summary"), micros("created_at"), micros("updated_at"), micros("expire_at")))
+            conn.executemany(
+                "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]), m["tokens"],
+                  int(m["in_window"])) for m in session["messages"]])
+            count += 1
+        return count
 
     def stats(self, namespace: str) -> dict[str, Any]:
         with self._read() as conn:

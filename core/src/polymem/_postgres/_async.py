@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import REINFORCE_WINDOW_S, Backend, Candidate, NewRecord, SearchRequest, log
+from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, NewRecord, SearchRequest, log
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import adrive
@@ -40,7 +40,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class AsyncPostgresBackend(PostgresStore):
+class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     """PostgreSQL + pgvector with coroutine methods over `psycopg_pool.AsyncConnectionPool`.
 
     `stats`, `flush`, `session_list`, `session_delete` and `close` are also callable
@@ -249,6 +249,9 @@ class AsyncPostgresBackend(PostgresStore):
                           now: datetime) -> ImportReport:
         return await self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
+    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return await self._call(self.plans.import_sessions, namespace, sessions)
+
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._blocking(self.plans.stats, namespace)}
 
@@ -342,6 +345,3 @@ class AsyncPostgresBackend(PostgresStore):
         else:
             self._closed = True
 
-
-# The contract's names, as coroutines: a Backend for `AsyncMemory` (which awaits them natively).
-Backend.register(AsyncPostgresBackend)

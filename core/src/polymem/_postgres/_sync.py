@@ -180,6 +180,9 @@ class PostgresBackend(PostgresStore, Backend):
                     now: datetime) -> ImportReport:
         return self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return self._call(self.plans.import_sessions, namespace, sessions)
+
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._call(self.plans.stats, namespace)}
 

@@ -17,12 +17,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from ._errors import StoreClosedError
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+
+if TYPE_CHECKING:
+    from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 
 log = logging.getLogger("polymem")
 
@@ -181,7 +184,11 @@ class RecordStore(ABC):
     url: str
 
     @abstractmethod
-    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """Apply a batch of storage operations all-or-nothing, in one transaction; their results."""
+
+    @abstractmethod
+    def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
         """Insert records; an existing one with the same idempotency key, or the same
         content hash in the same scope, is refreshed and returned instead (False)."""
 
@@ -189,13 +196,10 @@ class RecordStore(ABC):
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]: ...
+    def list(self, op: ListRecords) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-               now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+    def update(self, op: Update) -> MemoryRecord:
         """Write a new version (compare-and-set on `version` when expected_version is given)."""
 
     @abstractmethod
@@ -257,8 +261,11 @@ class SessionStore(ABC):
     url: str
 
     @abstractmethod
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None: ...
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """Apply a batch of session operations all-or-nothing; their results."""
+
+    @abstractmethod
+    def session_touch(self, op: SessionTouch) -> None: ...
 
     @abstractmethod
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None: ...
@@ -310,20 +317,19 @@ class AsyncRecordStore(ABC):
     url: str
 
     @abstractmethod
-    async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]: ...
+    async def apply(self, batch: Batch) -> builtins.list[Any]: ...
+
+    @abstractmethod
+    async def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]: ...
 
     @abstractmethod
     async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    async def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-                   filter: dict[str, Any] | None, status: str | None, limit: int,
-                   offset: int) -> builtins.list[MemoryRecord]: ...
+    async def list(self, op: ListRecords) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    async def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-                     now: datetime, vector: np.ndarray | None, model_id: str | None,
-                     content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord: ...
+    async def update(self, op: Update) -> MemoryRecord: ...
 
     @abstractmethod
     async def delete(self, namespace: str, memory_id: str) -> bool: ...
@@ -382,8 +388,10 @@ class AsyncSessionStore(ABC):
     url: str
 
     @abstractmethod
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                            now: datetime, expire_at: datetime | None) -> None: ...
+    async def apply(self, batch: Batch) -> builtins.list[Any]: ...
+
+    @abstractmethod
+    async def session_touch(self, op: SessionTouch) -> None: ...
 
     @abstractmethod
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None: ...

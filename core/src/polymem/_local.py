@@ -27,12 +27,13 @@ from ._backend import (
     RecordStore,
     SessionStore,
 )
-from ._engine import Engine, Op, Plan, SessionSpec, _backend, check_label
+from ._engine import Engine, Op, Plan, SessionSpec, Step, _backend, check_label
 from ._errors import NotSupportedError, StoreClosedError
 from ._models import ImportReport
 from ._plan import adrive, drive
 from ._protocols import Embedder
 from ._snapshot import export_plan, import_plan
+from ._storage import Batch, StorageOp
 
 R = TypeVar("R")
 
@@ -193,10 +194,48 @@ class LocalTransport:
         out["working_memory"] = "redis"
         return out
 
-    def _step(self, op: Op) -> Any:
+    def _store(self, op: StorageOp) -> AnyRecordStore | AnySessionStore:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        return self.sessions if op.sessions else self.records
+
+    def _parts(self, batch: Batch) -> builtins.list[tuple[AnyRecordStore | AnySessionStore, Batch]]:
+        """Who applies a batch: the one store that owns it, or, when its operations belong to two
+        stores (records in PostgreSQL, sessions in Redis), each its part: the records first, then the
+        sessions, each all-or-nothing but the two not one transaction (see `Engine.session_end`)."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if not self.split or batch.records:
+            return [(self.records, batch)]
+        if batch.sessions:
+            return [(self.sessions, batch)]
+        return [(self.records, Batch(*(op for op in batch.ops if not op.sessions))),
+                (self.sessions, Batch(*(op for op in batch.ops if op.sessions)))]
+
+    @staticmethod
+    def _merge(batch: Batch, parts: builtins.list[tuple[Batch, Any]]) -> builtins.list[Any]:
+        """The results of a split batch, in the batch's order."""
+        if len(parts) == 1:
+            only: builtins.list[Any] = parts[0][1]
+            return only
+        by_op = {id(op): result for part, results in parts for op, result in zip(part.ops, results)}
+        return [by_op[id(op)] for op in batch.ops]
+
+    def _step(self, op: Step) -> Any:
+        if isinstance(op, Batch):
+            return self._merge(op, [(part, store.apply(part)) for store, part in self._parts(op)])
+        if isinstance(op, StorageOp):
+            return op.run(self._store(op))
         return self._target(op)(*op.args, **op.kwargs)
 
-    async def _astep(self, op: Op) -> Any:
+    async def _astep(self, op: Step) -> Any:
+        if isinstance(op, Batch):
+            return self._merge(op, [(part, await _arun(store, store.apply, part)) for store, part in self._parts(op)])
+        if isinstance(op, StorageOp):  # a coroutine method is awaited here, a plain one runs in a thread
+            store = self._store(op)
+            if inspect.iscoroutinefunction(getattr(store, op.method)):
+                return await op.run(store)
+            return await asyncio.to_thread(op.run, store)
         target = self._target(op, asynchronous=True)
         if op.target == "call":  # a plug-in's async twin (aextract, asummarize…) runs on this loop
             twin = getattr(getattr(target, "__self__", None), "a" + getattr(target, "__name__", ""), None)
@@ -247,6 +286,13 @@ class LocalTransport:
                 close = store.close
                 await (close() if inspect.iscoroutinefunction(close) else asyncio.to_thread(close))
             self._closed = True
+
+
+async def _arun(store: object, func: Callable[..., Any], *args: Any) -> Any:
+    """`func(*args)` awaited on this loop for a natively async store, else in a worker thread."""
+    if isinstance(store, (AsyncRecordStore, AsyncSessionStore)):
+        return await func(*args)
+    return await asyncio.to_thread(func, *args)
 
 
 async def _maybe_await(value: Any) -> Any:

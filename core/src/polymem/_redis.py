@@ -38,6 +38,7 @@ from ._filters import dumps, to_micros
 from ._models import Message, SessionInfo
 from ._plan import adrive, drive
 from ._postgres import session_dict
+from ._storage import Batch, SessionTouch
 from ._time import from_iso
 
 T = TypeVar("T")
@@ -285,6 +286,46 @@ class RedisPlans:
         return count
 
 
+def _queued(plans: RedisPlans, batch: Batch) -> tuple[builtins.list[Any], builtins.list[tuple[Any, ...]]]:
+    """Each operation's plan started: its result when it sends nothing, else its plan waiting for
+    the reply to its one command; and the commands, for MULTI/EXEC."""
+    started: builtins.list[Any] = []
+    commands: builtins.list[tuple[Any, ...]] = []
+    for op in batch.ops:
+        if not op.sessions:
+            raise TypeError(f"{type(op).__name__} is not a session operation")
+        plan = getattr(plans, op.method)(*op.args())
+        try:
+            commands.append(_command(next(plan)))
+        except StopIteration as stop:
+            started.append(_Done(stop.value))
+            continue
+        started.append(plan)
+    return started, commands
+
+
+class _Done:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _finish(started: builtins.list[Any], replies: Sequence[Any]) -> builtins.list[Any]:
+    """Each operation's result from the reply to its command."""
+    out: builtins.list[Any] = []
+    pending = iter(replies)
+    for item in started:
+        if isinstance(item, _Done):
+            out.append(item.value)
+            continue
+        try:
+            item.send(next(pending))
+        except StopIteration as stop:
+            out.append(stop.value)
+        else:  # pragma: no cover - every session write is one command
+            raise TypeError("a batched Redis operation must send one command")
+    return out
+
+
 def _command(item: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(item) == 3 and isinstance(item[1], builtins.list):
         script, keys, args = item
@@ -296,6 +337,8 @@ class _AsyncClient(Protocol):
     """What the working memory calls on a `redis.asyncio.Redis` (whose methods are unannotated)."""
 
     async def execute_command(self, *args: Any) -> Any: ...
+
+    def pipeline(self, transaction: bool = True) -> Any: ...
 
     @property
     def connection_pool(self) -> _Pool: ...
@@ -341,9 +384,23 @@ class RedisWorkingMemory(_RedisSessions, SessionStore):
     `url` is a redis-py URL (`redis://host:6379/0`, `rediss://...`, `unix://...`).
     """
 
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None:
-        self._run(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's commands in one MULTI/EXEC: no other client's command runs between them.
+        Redis does not roll back: an operation that fails before EXEC (its arguments, its encoding)
+        sends nothing at all, but a command that Redis itself fails inside EXEC leaves the others
+        applied (the session scripts fail only on a wrong key type, which polymem never writes)."""
+        started, commands = _queued(self.plans, batch)
+        if commands:
+            pipe = self.client.pipeline(transaction=True)
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = pipe.execute()
+        else:
+            replies = []
+        return _finish(started, replies)
+
+    def session_touch(self, op: SessionTouch) -> None:
+        self._run(self.plans.session_touch(*op.args()))
 
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return self._run(self.plans.session_info(namespace, session_id))
@@ -389,9 +446,19 @@ class AsyncRedisWorkingMemory(_RedisSessions, AsyncSessionStore):
     async def _arun(self, plan: RedisPlan[T]) -> T:
         return await adrive(plan, lambda item: self.aclient.execute_command(*_command(item)))
 
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None,
-                            agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:
-        await self._arun(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+    async def apply(self, batch: Batch) -> builtins.list[Any]:
+        """`RedisWorkingMemory.apply` on redis.asyncio: one MULTI/EXEC."""
+        started, commands = _queued(self.plans, batch)
+        replies: builtins.list[Any] = []
+        if commands:
+            pipe = self.aclient.pipeline(transaction=True)
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = await pipe.execute()
+        return _finish(started, replies)
+
+    async def session_touch(self, op: SessionTouch) -> None:
+        await self._arun(self.plans.session_touch(*op.args()))
 
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return await self._arun(self.plans.session_info(namespace, session_id))

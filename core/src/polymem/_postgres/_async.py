@@ -19,10 +19,11 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, NewRecord, SearchRequest, log
+from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, SearchRequest, log
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import adrive
+from .._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._cache import scope_load_statement, scope_vectors
 from ._driver import _import_psycopg, retryable, run_plan_async, run_plan_sync, session_settings
 from ._plans import Plans
@@ -119,27 +120,29 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
             with conn.transaction():
                 return run_plan_sync(conn, plan(*args, **kwargs))
 
+    async def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's operations in one transaction (rerun whole on a serialization failure)."""
+        held = self._held(batch)
+        results = await self._call(self._batch, batch, held)
+        if held is not None:
+            self.vector_cache.catch_up(held)
+        return results
+
     # records
-    async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        held = self.vector_cache.writes_for(items)
-        results = await self._call(self.plans.insert, items, now, held)
+    async def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
+        held = self.vector_cache.writes_for(op.items)
+        results = await self._call(self.plans.insert, op.items, op.now, held)
         self.vector_cache.catch_up(held)
         return results
 
     async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.get, namespace, memory_ids)
 
-    async def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-                   filter: dict[str, Any] | None, status: str | None, limit: int,
-                   offset: int) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.list, namespace, user_id, agent_id, category, filter,
-                                status, limit, offset)
+    async def list(self, op: ListRecords) -> builtins.list[MemoryRecord]:
+        return await self._call(self.plans.list, *op.args())
 
-    async def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-                     now: datetime, vector: np.ndarray | None, model_id: str | None,
-                     content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
-        return await self._call(self.plans.update, namespace, memory_id, changes,
-                                expected_version, now, vector, model_id, content_hash, terms)
+    async def update(self, op: Update) -> MemoryRecord:
+        return await self._call(self.plans.update, *op.args())
 
     async def delete(self, namespace: str, memory_id: str) -> bool:
         return await self._call(self.plans.delete, namespace, memory_id)
@@ -259,9 +262,8 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
         return {"url": self.url, **(await self._call(self.plans.stats, namespace))}
 
     # working memory
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                            now: datetime, expire_at: datetime | None) -> None:
-        await self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
+    async def session_touch(self, op: SessionTouch) -> None:
+        await self._call(self.plans.session_touch, *op.args())
 
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return await self._call(self.plans.session_info, namespace, session_id)

@@ -19,6 +19,7 @@ import pytest
 import polymem
 from polymem._backend import SearchRequest
 from polymem._memory import _engine
+from polymem._storage import Insert, Update
 from polymem.testing import FakeClock
 
 
@@ -338,26 +339,26 @@ def test_vector_cache_answers_like_sql_and_never_serves_a_stale_copy(new_databas
         imported = {"record": imp, "versions": [imp.to_dict()], "vector": target, "idempotency_key": None,
                     "content_hash": content_hash(imp.content), "terms": terms(imp.content)}
         writes: list[tuple[Any, Any]] = [
-            (lambda: other.insert([NewRecord(rec, target, content_hash(rec.content), None,
-                                             tuple(terms(rec.content)))], now), lambda old, new: new == "new"),
+            (lambda: other.insert(Insert([NewRecord(rec, target, content_hash(rec.content), None,
+                                             tuple(terms(rec.content)))], now)), lambda old, new: new == "new"),
             (lambda: other.delete("default", "new"), lambda old, new: new != "new"),
-            (lambda: other.update("default", top(), {"status": "archived"}, None, now, None, None, None, None),
+            (lambda: other.update(Update("default", top(), {"status": "archived"}, None, now)),
              lambda old, new: new != old),
-            (lambda: other.update("default", top(), {"expire_at": now - timedelta(days=1)}, None, now, None, None,
-                                  None, None), lambda old, new: new != old),
+            (lambda: other.update(Update("default", top(), {"expire_at": now - timedelta(days=1)}, None, now)),
+             lambda old, new: new != old),
             (lambda: other.set_vectors([("0-7", target)], "m"), lambda old, new: new == "0-7"),
-            (lambda: backend.update("default", "0-7", {"status": "archived"}, None, now, None, None, None, None),
+            (lambda: backend.update(Update("default", "0-7", {"status": "archived"}, None, now)),
              lambda old, new: new != "0-7"),
             # An import (another statement: INSERT ... SELECT from a COPY), a content edit with its new
             # vector (as consolidation and `update` write it), archived again.
             (lambda: other.import_rows("default", [imported], [], now), lambda old, new: new == "imp"),
-            (lambda: other.update("default", "imp", {"content": "imp moved"}, None, now, -target, "m",
-                                  content_hash("imp moved"), tuple(terms("imp moved"))),
+            (lambda: other.update(Update("default", "imp", {"content": "imp moved"}, None, now, -target, "m",
+                                  content_hash("imp moved"), tuple(terms("imp moved")))),
              lambda old, new: new != "imp"),
-            (lambda: other.update("default", "0-9", {"content": "closest now"}, None, now, target, "m",
-                                  content_hash("closest now"), tuple(terms("closest now"))),
+            (lambda: other.update(Update("default", "0-9", {"content": "closest now"}, None, now, target, "m",
+                                  content_hash("closest now"), tuple(terms("closest now")))),
              lambda old, new: new == "0-9"),
-            (lambda: other.update("default", "0-9", {"status": "archived"}, None, now, None, None, None, None),
+            (lambda: other.update(Update("default", "0-9", {"status": "archived"}, None, now)),
              lambda old, new: new != "0-9"),
         ]
         for write, expected in writes:
@@ -417,8 +418,8 @@ def test_a_save_in_this_process_brings_its_copy_of_the_scope_up_to_date(pg_url: 
     try:
         req, key, target, copy = _cached_scope(backend)
         # One batch: two memories closer than any, an archived one, and one of another user.
-        backend.insert([_new_record("near", "u1", target), _new_record("gone", "u1", target, status="archived"),
-                        _new_record("theirs", "u2", target), _new_record("near-again", "u1", target)], now)
+        backend.insert(Insert([_new_record("near", "u1", target), _new_record("gone", "u1", target, status="archived"),
+                        _new_record("theirs", "u2", target), _new_record("near-again", "u1", target)], now))
         grown = backend.vector_cache.get(key)
         assert grown is not None and grown is not copy and grown.stamp != copy.stamp
         assert len(grown.ids) == len(copy.ids) + 2  # "near" and "near-again": u1's active rows
@@ -428,7 +429,7 @@ def test_a_save_in_this_process_brings_its_copy_of_the_scope_up_to_date(pg_url: 
         assert [(c.id, c.similarity) for c in found] == [
             (c.id, c.similarity) for c in backend._call(backend.plans.search, req)]
         assert max(found, key=lambda c: c.similarity or -1).id in {"near", "near-again"}
-        backend.insert([_new_record(f"more-{i}", "u1", -target) for i in range(3)], now)
+        backend.insert(Insert([_new_record(f"more-{i}", "u1", -target) for i in range(3)], now))
         assert backend.vector_cache.get(key).full is grown.full  # room to spare: no copy of the scope
     finally:
         backend.close()
@@ -441,8 +442,8 @@ def test_a_copy_does_not_catch_up_past_a_write_of_another_instance(pg_url: str) 
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
     try:
         req, key, target, copy = _cached_scope(backend)
-        other.insert([_new_record("elsewhere", "u1", target)], now)
-        backend.insert([_new_record("here", "u1", -target)], now)
+        other.insert(Insert([_new_record("elsewhere", "u1", target)], now))
+        backend.insert(Insert([_new_record("here", "u1", -target)], now))
         assert backend.vector_cache.get(key) is copy  # not grown: its stamp was not the one before the insert
         found = backend.search(req)
         assert max(found, key=lambda c: c.similarity or -1).id == "elsewhere"
@@ -489,7 +490,7 @@ def test_async_save_brings_its_copy_up_to_date(pg_url: str) -> None:
             await backend.aflush()
             copy = backend.vector_cache.get(("default", "u1", "bulk"))
             assert copy is not None
-            await backend.insert([_new_record("near", "u1", q / np.linalg.norm(q))], now)
+            await backend.insert(Insert([_new_record("near", "u1", q / np.linalg.norm(q))], now))
             grown = backend.vector_cache.get(("default", "u1", "bulk"))
             assert grown is not None and len(grown.ids) == len(copy.ids) + 1
             found = await backend.search(req)
@@ -1061,10 +1062,10 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
             if "LOCK TABLE" in str(q.sql):
                 writer = PostgresBackend(pg_url, auto_migrate=False)
                 try:
-                    writer.update("default", "b-5", {"content": "edited meanwhile"}, None, now, None, None,
-                                  content_hash("edited meanwhile"), tuple(terms("edited meanwhile")))
-                    writer.insert([NewRecord(extra, None, content_hash(extra.content), None,
-                                             tuple(terms(extra.content)))], now)
+                    writer.update(Update("default", "b-5", {"content": "edited meanwhile"}, None, now, None, None,
+                                  content_hash("edited meanwhile"), tuple(terms("edited meanwhile"))))
+                    writer.insert(Insert([NewRecord(extra, None, content_hash(extra.content), None,
+                                             tuple(terms(extra.content)))], now))
                 finally:
                     writer.close()
             send = yield q

@@ -1,4 +1,4 @@
-"""Working memory in Redis (native TTL, shared by instances) behind `CompositeBackend`,
+"""Working memory in Redis (native TTL, shared by instances) as the session store of a local transport,
 and the consolidation locks (Redis `SET NX PX` + watchdog; PostgreSQL advisory lock)."""
 
 from __future__ import annotations
@@ -22,18 +22,17 @@ from polymem.testing import FakeClock, MemoryConformance, call
 
 
 def open_composite(long_term: str, redis_url: str, driver: str, clock: Any, embedder: Any) -> Any:
-    from polymem._redis import AsyncRedisWorkingMemory, CompositeBackend, RedisWorkingMemory
+    """Records in `long_term`, sessions in Redis: one local transport over the two stores."""
+    from polymem._local import LocalTransport
+    from polymem._redis import AsyncRedisWorkingMemory, RedisWorkingMemory
 
     eng = _engine("default", embedder, clock, None, None, None, None, None, 8000)
     if driver == "sync":
-        from polymem._postgres import PostgresBackend
-
-        lt: Any = PostgresBackend(long_term) if long_term.startswith("postgresql") else polymem._memory.make_backend(long_term)
-        return polymem.Memory(CompositeBackend(lt, RedisWorkingMemory(redis_url)), eng)  # type: ignore[arg-type]
+        records = polymem._memory.make_backend(long_term)
+        return polymem.Memory(LocalTransport(records, eng, RedisWorkingMemory(redis_url)))
     from polymem._postgres_async import AsyncPostgresBackend
 
-    backend = CompositeBackend(AsyncPostgresBackend(long_term), AsyncRedisWorkingMemory(redis_url))
-    return polymem.AsyncMemory(backend, eng)  # type: ignore[arg-type]
+    return polymem.AsyncMemory(LocalTransport(AsyncPostgresBackend(long_term), eng, AsyncRedisWorkingMemory(redis_url)))
 
 
 @pytest.fixture(params=["sync", "async"])

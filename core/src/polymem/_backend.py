@@ -17,12 +17,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from ._errors import StoreClosedError
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+
+if TYPE_CHECKING:
+    from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 
 log = logging.getLogger("polymem")
 
@@ -175,13 +178,17 @@ class NewRecord:
     terms: tuple[str, ...]
 
 
-class Backend(ABC):
-    """Storage for records, versions, vectors, full text and working memory."""
+class RecordStore(ABC):
+    """Long-term memory: records, their versions, vectors and full text."""
 
     url: str
 
     @abstractmethod
-    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """Apply a batch of storage operations all-or-nothing, in one transaction; their results."""
+
+    @abstractmethod
+    def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
         """Insert records; an existing one with the same idempotency key, or the same
         content hash in the same scope, is refreshed and returned instead (False)."""
 
@@ -189,13 +196,10 @@ class Backend(ABC):
     def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]: ...
+    def list(self, op: ListRecords) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
-    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-               now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+    def update(self, op: Update) -> MemoryRecord:
         """Write a new version (compare-and-set on `version` when expected_version is given)."""
 
     @abstractmethod
@@ -232,19 +236,40 @@ class Backend(ABC):
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
 
     @abstractmethod
-    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
-
-    @abstractmethod
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
-                    now: datetime) -> ImportReport: ...
+                    now: datetime) -> ImportReport:
+        """Import snapshot rows; `sessions` only when this store holds the sessions too (a
+        `Backend`: one transaction for both), else the transport passes none."""
 
     @abstractmethod
     def stats(self, namespace: str) -> dict[str, Any]: ...
 
-    # working memory
+    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        """The records saved with these idempotency keys, whatever their status (missing ones left out)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot look memories up by key")
+
+    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
+        """The stored vectors of `model_id` for these memories (missing ones left out)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read vectors back")
+
     @abstractmethod
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None: ...
+    def close(self) -> None: ...
+
+
+class SessionStore(ABC):
+    """Working memory: sessions, their transcripts, windows and summaries.
+
+    A store may also offer `consolidation_lock(namespace, *, timeout=None)`, a context
+    manager held across instances while one consolidates (PostgreSQL, Redis)."""
+
+    url: str
+
+    @abstractmethod
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """Apply a batch of session operations all-or-nothing; their results."""
+
+    @abstractmethod
+    def session_touch(self, op: SessionTouch) -> None: ...
 
     @abstractmethod
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None: ...
@@ -261,14 +286,6 @@ class Backend(ABC):
     @abstractmethod
     def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
 
-    def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
-        """The records saved with these idempotency keys, whatever their status (missing ones left out)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot look memories up by key")
-
-    def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
-        """The stored vectors of `model_id` for these memories (missing ones left out)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot read vectors back")
-
     def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int:
         """Delete messages from the transcript itself (not just the window)."""
         raise NotImplementedError(f"{type(self).__name__} cannot delete single messages")
@@ -283,4 +300,155 @@ class Backend(ABC):
     def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]: ...
 
     @abstractmethod
+    def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        """Import snapshot sessions (an existing session is left alone); returns how many were new."""
+
+    @abstractmethod
     def close(self) -> None: ...
+
+
+class Backend(RecordStore, SessionStore):
+    """Records and sessions in one store (SQLite, memory://, PostgreSQL)."""
+
+
+class AsyncRecordStore(ABC):
+    """`RecordStore` with coroutine methods (psycopg's async pool); `stats`, `flush` and `close`
+    stay callable from a worker thread, `aflush` is the coroutine twin of `flush`."""
+
+    url: str
+
+    @abstractmethod
+    async def apply(self, batch: Batch) -> builtins.list[Any]: ...
+
+    @abstractmethod
+    async def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]: ...
+
+    @abstractmethod
+    async def get(self, namespace: str, memory_ids: Sequence[str]) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    async def list(self, op: ListRecords) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    async def update(self, op: Update) -> MemoryRecord: ...
+
+    @abstractmethod
+    async def delete(self, namespace: str, memory_id: str) -> bool: ...
+
+    @abstractmethod
+    async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...
+
+    @abstractmethod
+    async def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
+
+    @abstractmethod
+    async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int: ...
+
+    @abstractmethod
+    async def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None: ...
+
+    @abstractmethod
+    def flush(self) -> None: ...
+
+    @abstractmethod
+    async def aflush(self) -> None: ...
+
+    @abstractmethod
+    async def active_with_vectors(self, namespace: str,
+                                  model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+
+    @abstractmethod
+    async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]: ...
+
+    async def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        """The records saved with these idempotency keys, whatever their status (missing ones left out)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot look memories up by key")
+
+    @abstractmethod
+    async def pending_reembed(self, namespace: str | None, model_id: str,
+                              limit: int) -> builtins.list[tuple[str, str]]: ...
+
+    @abstractmethod
+    async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
+
+    @abstractmethod
+    async def export_page(self, namespace: str, user_id: str | None, after: int,
+                          limit: int) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
+                          now: datetime) -> ImportReport: ...
+
+    @abstractmethod
+    def stats(self, namespace: str) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class AsyncSessionStore(ABC):
+    """`SessionStore` with coroutine methods (psycopg's async pool, redis.asyncio);
+    `session_list`, `session_delete` and `close` stay callable from a worker thread."""
+
+    url: str
+
+    @abstractmethod
+    async def apply(self, batch: Batch) -> builtins.list[Any]: ...
+
+    @abstractmethod
+    async def session_touch(self, op: SessionTouch) -> None: ...
+
+    @abstractmethod
+    async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None: ...
+
+    @abstractmethod
+    def session_list(self, namespace: str, user_id: str | None) -> builtins.list[SessionInfo]: ...
+
+    @abstractmethod
+    async def session_append(self, namespace: str, session_id: str,
+                             messages: Sequence[tuple[Message, int]]) -> None: ...
+
+    @abstractmethod
+    async def session_messages(self, namespace: str, session_id: str,
+                               window_only: bool) -> builtins.list[tuple[Message, int]]: ...
+
+    @abstractmethod
+    async def session_evict(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
+
+    @abstractmethod
+    async def session_forget(self, namespace: str, session_id: str, message_ids: Sequence[str]) -> int: ...
+
+    @abstractmethod
+    async def session_set_summary(self, namespace: str, session_id: str, summary: str | None) -> None: ...
+
+    @abstractmethod
+    def session_delete(self, namespace: str, session_id: str) -> bool: ...
+
+    @abstractmethod
+    async def sessions_expired(self, namespace: str, now: datetime) -> builtins.list[str]: ...
+
+    @abstractmethod
+    async def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class AsyncBackend(AsyncRecordStore, AsyncSessionStore):
+    """Records and sessions in one natively async store (PostgreSQL on psycopg's async pool)."""
+
+
+AnyRecordStore = RecordStore | AsyncRecordStore
+AnySessionStore = SessionStore | AsyncSessionStore
+
+# The names each contract owns: the local transport sends a step to the store that owns its name.
+SESSION_OPERATIONS = frozenset({
+    "session_touch", "session_info", "session_list", "session_append", "session_messages", "session_evict",
+    "session_forget", "session_set_summary", "session_delete", "sessions_expired", "export_sessions",
+    "import_sessions"})

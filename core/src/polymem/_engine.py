@@ -47,6 +47,18 @@ from ._models import (
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
+from ._storage import (
+    Batch,
+    Insert,
+    ListRecords,
+    SessionAppend,
+    SessionDelete,
+    SessionEvict,
+    SessionSetSummary,
+    SessionTouch,
+    StorageOp,
+    Update,
+)
 from ._text import content_hash, numbers_with_units, query_terms, terms
 from ._time import Clock, require_aware
 
@@ -62,7 +74,10 @@ class Op:
     func: Callable[..., Any] | None = None
 
 
-Plan = _plan.Plan[Op, Any]
+Step = Op | StorageOp | Batch
+"""A step of a plan: an `Op`, or a typed storage operation, or a batch of them (one transaction)."""
+
+Plan = _plan.Plan[Step, Any]
 
 
 _MISSING = object()
@@ -255,8 +270,19 @@ class Engine:
     def _save_drafts(self, drafts: builtins.list[MemoryDraft], *, user_id: str | None, agent_id: str | None,
                      session_id: str | None, expire_at: datetime | None, idempotency_keys: Sequence[str | None],
                      vectors: Sequence[Sequence[float]] | None) -> Plan:
-        if not drafts:
+        insert = yield from self._insert_of(drafts, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                            expire_at=expire_at, idempotency_keys=idempotency_keys, vectors=vectors)
+        if insert is None:
             return []
+        results = yield insert
+        return [record for record, _ in results]
+
+    def _insert_of(self, drafts: builtins.list[MemoryDraft], *, user_id: str | None, agent_id: str | None,
+                   session_id: str | None, expire_at: datetime | None, idempotency_keys: Sequence[str | None],
+                   vectors: Sequence[Sequence[float]] | None) -> Plan:
+        """The `Insert` that saves these drafts (embedded, validated), or None for no drafts."""
+        if not drafts:
+            return None
         now = self.clock()
         items = [self._draft_to_new(d, user_id=user_id, agent_id=agent_id, session_id=session_id,
                                     expire_at=expire_at, idempotency_key=k, now=now)
@@ -275,8 +301,7 @@ class Engine:
         if matrix is not None:
             items = [NewRecord(i.record, matrix[n], i.content_hash, i.idempotency_key, i.terms)
                      for n, i in enumerate(items)]
-        results = yield _backend("insert", items, now)
-        return [record for record, _ in results]
+        return Insert(items, now)
 
     def get(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
@@ -296,7 +321,7 @@ class Engine:
         self._scope(user_id, agent_id, category)
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
-        return (yield _backend("list", self.namespace, user_id, agent_id, category, filter, status, limit, offset))
+        return (yield ListRecords(self.namespace, user_id, agent_id, category, filter, status, limit, offset))
 
     def get_by_key(self, key: str) -> Plan:
         self._label(key, "key")
@@ -465,8 +490,8 @@ class Engine:
             if self.embedder is not None:
                 raw = yield Op("embed", "embed", ([changes["content"]],))
                 vector, model_id = as_matrix(raw, self.embedder.dimension)[0], self.embedder.model_id
-        return (yield _backend("update", self.namespace, memory_id, changes, expected_version, self.clock(),
-                               vector, model_id, chash, new_terms))
+        return (yield Update(self.namespace, memory_id, changes, expected_version, self.clock(),
+                             vector, model_id, chash, new_terms))
 
     def delete(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
@@ -478,12 +503,22 @@ class Engine:
 
     def ingest(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None = None,
                session_id: str | None = None) -> Plan:
+        insert = yield from self._extract(messages, user_id=user_id, agent_id=agent_id, session_id=session_id)
+        if insert is None:
+            return []
+        results = yield insert
+        return [record for record, _ in results]
+
+    def _extract(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None,
+                 session_id: str | None) -> Plan:
+        """The `Insert` saving what the extractor finds in `messages` (None when there is nothing)."""
         messages = [_as_message(m) for m in _sequence(messages, "messages")]
         if not messages:
-            return []
+            return None
         drafts = yield _call(self.extractor.extract, messages)
         drafts = [d for d in drafts if isinstance(d, MemoryDraft) and d.content.strip()]
-        return (yield from self.save_many(drafts, user_id=user_id, agent_id=agent_id, session_id=session_id))
+        return (yield from self._insert_of(drafts, user_id=user_id, agent_id=agent_id, session_id=session_id,
+                                           expire_at=None, idempotency_keys=[None] * len(drafts), vectors=None))
 
     def reembed(self, progress: Callable[[int], None] | None = None, batch: int = 256) -> Plan:
         if self.embedder is None:
@@ -529,11 +564,14 @@ class Engine:
             yield from self._consolidate_group(members, report)
         return report
 
+    def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
+        """The update archiving `record` (compare-and-set on the version read)."""
+        return Update(self.namespace, record.memory_id, {"status": status, "metadata": {**record.metadata, **reason}},
+                      record.version, self.clock())
+
     def _retire(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Plan:
         try:
-            yield _backend("update", self.namespace, record.memory_id,
-                           {"status": status, "metadata": {**record.metadata, **reason}}, record.version,
-                           self.clock(), None, None, None, None)
+            yield self._retirement(record, reason, status)
         except (VersionConflictError, NotFoundError):
             return False
         return True
@@ -574,17 +612,18 @@ class Engine:
         metadata = {**other.metadata, **keeper.metadata,
                     "merged_from": [*keeper.metadata.get("merged_from", []), other.memory_id]}
         entities = tuple(dict.fromkeys([*keeper.entities, *other.entities]))
-        try:
-            merged = yield _backend(
-                "update", self.namespace, keeper.memory_id,
-                {"metadata": metadata, "entities": entities, "importance": max(keeper.importance, other.importance),
-                 "access_count": keeper.access_count + other.access_count,
-                 "last_accessed_at": max((t for t in (keeper.last_accessed_at, other.last_accessed_at) if t),
-                                         default=None)},
-                keeper.version, self.clock(), None, None, None, None)
+        merge = Update(
+            self.namespace, keeper.memory_id,
+            {"metadata": metadata, "entities": entities, "importance": max(keeper.importance, other.importance),
+             "access_count": keeper.access_count + other.access_count,
+             "last_accessed_at": max((t for t in (keeper.last_accessed_at, other.last_accessed_at) if t),
+                                     default=None)},
+            keeper.version, self.clock())
+        retire = self._retirement(other, {"archived_reason": "merged", "merged_into": keeper.memory_id})
+        try:  # one transaction: the keeper takes the other's weight only if the other retires
+            merged, _ = yield Batch(merge, retire)
         except (VersionConflictError, NotFoundError):
             return None
-        yield from self._retire(other, {"archived_reason": "merged", "merged_into": keeper.memory_id})
         return merged
 
     def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
@@ -596,16 +635,17 @@ class Engine:
         if self.embedder is not None:
             raw = yield Op("embed", "embed", ([newer.content],))
             vector = as_matrix(raw, self.embedder.dimension)[0]
-        try:
-            updated = yield _backend(
-                "update", self.namespace, older.memory_id,
-                {"content": newer.content, "metadata": metadata, "importance": max(older.importance, newer.importance),
-                 "source": newer.source, "entities": tuple(dict.fromkeys([*older.entities, *newer.entities]))},
-                older.version, self.clock(), vector, self.embedder.model_id if self.embedder else None,
-                content_hash(newer.content), terms(newer.content))
+        supersede = Update(
+            self.namespace, older.memory_id,
+            {"content": newer.content, "metadata": metadata, "importance": max(older.importance, newer.importance),
+             "source": newer.source, "entities": tuple(dict.fromkeys([*older.entities, *newer.entities]))},
+            older.version, self.clock(), vector, self.embedder.model_id if self.embedder else None,
+            content_hash(newer.content), terms(newer.content))
+        retire = self._retirement(newer, {"archived_reason": "superseded", "merged_into": older.memory_id})
+        try:  # one transaction: the older memory takes the newer truth only if the newer copy retires
+            updated, _ = yield Batch(supersede, retire)
         except (VersionConflictError, NotFoundError):
             return None
-        yield from self._retire(newer, {"archived_reason": "superseded", "merged_into": older.memory_id})
         return updated
 
     # -- working memory -----------------------------------------------------------------------
@@ -634,22 +674,29 @@ class Engine:
             if message.created_at is None:
                 message = message.replace(created_at=now)
             checked.append((message, self.token_counter(_message_text(message))))
-        yield from self._live_session(spec)
+        info = yield from self._live_session(spec)
         expire = now + spec.ttl if spec.ttl is not None else None
-        yield _backend("session_touch", self.namespace, spec.session_id, spec.user_id, spec.agent_id, now, expire)
-        yield _backend("session_append", self.namespace, spec.session_id, checked)
+        writes: builtins.list[StorageOp] = [
+            SessionTouch(self.namespace, spec.session_id, spec.user_id, spec.agent_id, now, expire),
+            SessionAppend(self.namespace, spec.session_id, checked)]
         if spec.max_tokens is not None:
-            yield from self._fit_window(spec)
+            writes += yield from self._fit_window(spec, info, checked)
+        # The window's read-modify-write: what it read (the session, its window) is read before, the
+        # summarizer runs outside any transaction, and the writes are one batch, applied all-or-nothing.
+        yield Batch(*writes)
         return [m for m, _ in checked]
 
-    def _fit_window(self, spec: SessionSpec) -> Plan:
+    def _fit_window(self, spec: SessionSpec, info: SessionInfo | None,
+                    added: builtins.list[tuple[Message, int]]) -> Plan:
+        """The writes (summary, eviction) that bring the window with `added` under `max_tokens`."""
         assert spec.max_tokens is not None
-        window = yield _backend("session_messages", self.namespace, spec.session_id, True)
-        info = yield _backend("session_info", self.namespace, spec.session_id)
+        stored = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        window = [*stored, *added]
         summary = info.summary if info else None
         total = sum(t for _, t in window) + (self.token_counter(summary) if summary else 0)
+        writes: builtins.list[StorageOp] = []
         if total <= spec.max_tokens:
-            return
+            return writes
         overflow: builtins.list[Message] = []
         movable = max(0, len(window) - spec.keep_last)
         for message, tokens in window[:movable]:
@@ -658,15 +705,16 @@ class Engine:
             overflow.append(message)
             total -= tokens
         if not overflow:
-            return
+            return writes
         if spec.overflow == "summarize":
             new_summary = None
             if self.summarizer is not None:
                 new_summary = yield _call(self.summarizer.summarize, summary, overflow)
             if not new_summary or not keeps_numbers(summary, overflow, new_summary):
                 new_summary = raw_summary(summary, overflow)
-            yield _backend("session_set_summary", self.namespace, spec.session_id, new_summary)
-        yield _backend("session_evict", self.namespace, spec.session_id, [m.message_id for m in overflow])
+            writes.append(SessionSetSummary(self.namespace, spec.session_id, new_summary))
+        writes.append(SessionEvict(self.namespace, spec.session_id, [m.message_id for m in overflow]))
+        return writes
 
     def session_messages(self, spec: SessionSpec, window_only: bool = True) -> Plan:
         info = yield from self._live_session(spec)
@@ -709,24 +757,32 @@ class Engine:
         if fresh:
             yield from self.session_add(spec, fresh)
         else:
-            yield _backend("session_touch", self.namespace, spec.session_id, spec.user_id, spec.agent_id,
-                           self.clock(), None if spec.ttl is None else self.clock() + spec.ttl)
+            yield SessionTouch(self.namespace, spec.session_id, spec.user_id, spec.agent_id,
+                               self.clock(), None if spec.ttl is None else self.clock() + spec.ttl)
 
     def session_clear(self, spec: SessionSpec) -> Plan:
         rows = yield _backend("session_messages", self.namespace, spec.session_id, True)
-        yield _backend("session_evict", self.namespace, spec.session_id, [m.message_id for m, _ in rows])
-        yield _backend("session_set_summary", self.namespace, spec.session_id, None)
+        yield Batch(SessionEvict(self.namespace, spec.session_id, [m.message_id for m, _ in rows]),
+                    SessionSetSummary(self.namespace, spec.session_id, None))
 
     def session_end(self, spec: SessionSpec, consolidate: bool) -> Plan:
-        saved: builtins.list[MemoryRecord] = []
+        insert: Insert | None = None
         if consolidate:
             messages = yield from self.session_messages(spec, window_only=False)
             info = yield _backend("session_info", self.namespace, spec.session_id)
             if messages:
-                saved = yield from self.ingest(messages, user_id=spec.user_id or (info.user_id if info else None),
-                                               agent_id=spec.agent_id, session_id=spec.session_id)
-        yield _backend("session_delete", self.namespace, spec.session_id)
-        return saved
+                insert = yield from self._extract(messages, user_id=spec.user_id or (info.user_id if info else None),
+                                                  agent_id=spec.agent_id, session_id=spec.session_id)
+        delete = SessionDelete(self.namespace, spec.session_id)
+        if insert is None:
+            yield delete
+            return []
+        # Extract and delete as one batch: one transaction where records and sessions share a store
+        # (SQLite, PostgreSQL). With sessions in Redis, the transport saves the memories first, then
+        # deletes the session: a failure in between leaves the session, and ending it again saves
+        # nothing twice (a save of the same content in the same scope returns the stored memory).
+        results, _ = yield Batch(insert, delete)
+        return [record for record, _ in results]
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))

@@ -9,19 +9,31 @@ thread, so the event loop never blocks on SQLite or on the embedding model.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from . import operations as ops
-from ._backend import Backend
-from ._engine import Engine, Op, Plan, SessionSpec, _backend, check_label
+from ._backend import (
+    SESSION_OPERATIONS,
+    AnyRecordStore,
+    AnySessionStore,
+    AsyncRecordStore,
+    AsyncSessionStore,
+    Backend,
+    RecordStore,
+    SessionStore,
+)
+from ._engine import Engine, Op, Plan, SessionSpec, Step, _backend, check_label
 from ._errors import NotSupportedError, StoreClosedError
+from ._models import ImportReport
 from ._plan import adrive, drive
 from ._protocols import Embedder
 from ._snapshot import export_plan, import_plan
+from ._storage import Batch, StorageOp
 
 R = TypeVar("R")
 
@@ -88,19 +100,33 @@ def plan_for(engine: Engine, op: ops.Operation[Any]) -> Plan:
 
 
 class LocalTransport:
-    """Runs the operation table in this process: the engine's plans over a backend."""
+    """Runs the operation table in this process: the engine's plans over a record store and
+    a session store (the same object for SQLite and PostgreSQL; Redis for the sessions when
+    `working_memory=` names it). Each step goes to the store whose contract owns its name."""
 
-    def __init__(self, backend: Backend, engine: Engine) -> None:
-        self.backend = backend
+    def __init__(self, records: AnyRecordStore, engine: Engine, sessions: AnySessionStore | None = None) -> None:
+        self.records = records
+        self.sessions: AnySessionStore = sessions if sessions is not None else cast(AnySessionStore, records)
+        self._split = sessions is not None and cast(object, sessions) is not records
         self.engine = engine
         self._closed = False
         self._twin: LocalTransport | None = None
 
     @property
+    def backend(self) -> Backend:
+        """The record store (with the sessions too, unless they live in Redis)."""
+        return cast(Backend, self.records)
+
+    @property
+    def split(self) -> bool:
+        """True when the sessions live in a store of their own."""
+        return self._split
+
+    @property
     def url(self) -> str:
         from ._memory import with_namespace
 
-        return with_namespace(self.backend.url, self.engine.namespace)
+        return with_namespace(self.records.url, self.engine.namespace)
 
     @property
     def namespace(self) -> str:
@@ -121,31 +147,96 @@ class LocalTransport:
         return self
 
     def sync_twin(self) -> LocalTransport:
-        """A transport on the same data that sync code can drive (the same one unless the backend is async)."""
-        if not inspect.iscoroutinefunction(getattr(self.backend, "session_messages", None)):
+        """A transport on the same data that sync code can drive (the same one unless a store is async)."""
+        if not any(isinstance(s, (AsyncRecordStore, AsyncSessionStore)) for s in (self.records, self.sessions)):
             return self
         if self._twin is None or self._twin.closed:
-            from ._memory import make_backend
+            from ._memory import make_backend, make_session_store
 
-            self._twin = LocalTransport(make_backend(self.backend.url), self.engine)
+            self._twin = LocalTransport(make_backend(self.records.url), self.engine,
+                                        make_session_store(self.sessions.url) if self.split else None)
         return self._twin
 
-    def _target(self, op: Op) -> Callable[..., Any]:
+    def _target(self, op: Op, asynchronous: bool = False) -> Callable[..., Any]:
         if self._closed:
             raise StoreClosedError("the store is closed")
         if op.target == "backend":
-            return cast(Callable[..., Any], getattr(self.backend, op.name))
+            if self.split and op.name == "import_rows":
+                return self._asplit_import_rows if asynchronous else self._split_import_rows
+            if self.split and op.name == "stats":
+                return self._split_stats
+            store = self.sessions if op.name in SESSION_OPERATIONS else self.records
+            return cast(Callable[..., Any], getattr(store, op.name))
         if op.target == "embed":
             assert self.engine.embedder is not None
             return self.engine.embedder.embed
         assert op.func is not None
         return op.func
 
-    def _step(self, op: Op) -> Any:
+    # Steps whose work spans both stores when the sessions live apart (not one transaction:
+    # the records are imported first, then the sessions).
+    def _split_import_rows(self, namespace: str, rows: Sequence[dict[str, Any]],
+                           sessions: Sequence[dict[str, Any]], now: datetime) -> ImportReport:
+        records, store = cast(RecordStore, self.records), cast(SessionStore, self.sessions)
+        report = records.import_rows(namespace, rows, [], now)
+        report.sessions = store.import_sessions(namespace, sessions, now)
+        return report
+
+    async def _asplit_import_rows(self, namespace: str, rows: Sequence[dict[str, Any]],
+                                  sessions: Sequence[dict[str, Any]], now: datetime) -> ImportReport:
+        report: ImportReport = await _maybe_await(self.records.import_rows(namespace, rows, [], now))
+        report.sessions = await _maybe_await(self.sessions.import_sessions(namespace, sessions, now))
+        return report
+
+    def _split_stats(self, namespace: str) -> dict[str, Any]:
+        out = dict(self.records.stats(namespace))
+        out["sessions"] = len(self.sessions.session_list(namespace, None))
+        out["working_memory"] = "redis"
+        return out
+
+    def _store(self, op: StorageOp) -> AnyRecordStore | AnySessionStore:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        return self.sessions if op.sessions else self.records
+
+    def _parts(self, batch: Batch) -> builtins.list[tuple[AnyRecordStore | AnySessionStore, Batch]]:
+        """Who applies a batch: the one store that owns it, or, when its operations belong to two
+        stores (records in PostgreSQL, sessions in Redis), each its part: the records first, then the
+        sessions, each all-or-nothing but the two not one transaction (see `Engine.session_end`)."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if not self.split or batch.records:
+            return [(self.records, batch)]
+        if batch.sessions:
+            return [(self.sessions, batch)]
+        return [(self.records, Batch(*(op for op in batch.ops if not op.sessions))),
+                (self.sessions, Batch(*(op for op in batch.ops if op.sessions)))]
+
+    @staticmethod
+    def _merge(batch: Batch, parts: builtins.list[tuple[Batch, Any]]) -> builtins.list[Any]:
+        """The results of a split batch, in the batch's order."""
+        if len(parts) == 1:
+            only: builtins.list[Any] = parts[0][1]
+            return only
+        by_op = {id(op): result for part, results in parts for op, result in zip(part.ops, results)}
+        return [by_op[id(op)] for op in batch.ops]
+
+    def _step(self, op: Step) -> Any:
+        if isinstance(op, Batch):
+            return self._merge(op, [(part, store.apply(part)) for store, part in self._parts(op)])
+        if isinstance(op, StorageOp):
+            return op.run(self._store(op))
         return self._target(op)(*op.args, **op.kwargs)
 
-    async def _astep(self, op: Op) -> Any:
-        target = self._target(op)
+    async def _astep(self, op: Step) -> Any:
+        if isinstance(op, Batch):
+            return self._merge(op, [(part, await _arun(store, store.apply, part)) for store, part in self._parts(op)])
+        if isinstance(op, StorageOp):  # a coroutine method is awaited here, a plain one runs in a thread
+            store = self._store(op)
+            if inspect.iscoroutinefunction(getattr(store, op.method)):
+                return await op.run(store)
+            return await asyncio.to_thread(op.run, store)
+        target = self._target(op, asynchronous=True)
         if op.target == "call":  # a plug-in's async twin (aextract, asummarize…) runs on this loop
             twin = getattr(getattr(target, "__self__", None), "a" + getattr(target, "__name__", ""), None)
             target = twin if inspect.iscoroutinefunction(twin) else target
@@ -154,8 +245,9 @@ class LocalTransport:
         return await asyncio.to_thread(target, *op.args, **op.kwargs)
 
     def _lock(self, op: ops.Operation[Any]) -> Any:
-        """Consolidation runs under the backend's cross-instance lock, where it has one."""
-        lock = getattr(self.backend, "consolidation_lock", None)
+        """Consolidation runs under a cross-instance lock: the session store's where it has one
+        (Redis), else the record store's (PostgreSQL)."""
+        lock = getattr(self.sessions, "consolidation_lock", None) or getattr(self.records, "consolidation_lock", None)
         return lock(self.namespace) if isinstance(op, ops.Consolidate) and lock is not None else nullcontext()
 
     def execute(self, op: ops.Operation[R]) -> R:
@@ -174,15 +266,34 @@ class LocalTransport:
         with held:
             return cast(R, await adrive(plan_for(self.engine, op), self._astep))
 
+    def _stores(self) -> builtins.list[AnyRecordStore | AnySessionStore]:
+        return [self.records, self.sessions] if self.split else [self.records]
+
     def close(self) -> None:
         if not self._closed:
-            self.backend.close()
+            try:
+                self.records.close()
+            finally:
+                if self.split:
+                    self.sessions.close()
             self._closed = True
 
     async def aclose(self) -> None:
         if self._twin is not None:
             await asyncio.to_thread(self._twin.close)
         if not self._closed:
-            close = self.backend.close
-            await (close() if inspect.iscoroutinefunction(close) else asyncio.to_thread(close))
+            for store in self._stores():
+                close = store.close
+                await (close() if inspect.iscoroutinefunction(close) else asyncio.to_thread(close))
             self._closed = True
+
+
+async def _arun(store: object, func: Callable[..., Any], *args: Any) -> Any:
+    """`func(*args)` awaited on this loop for a natively async store, else in a worker thread."""
+    if isinstance(store, (AsyncRecordStore, AsyncSessionStore)):
+        return await func(*args)
+    return await asyncio.to_thread(func, *args)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlparse
 
 from . import operations as ops
-from ._backend import Backend
+from ._backend import AnySessionStore, AsyncBackend, Backend
 from ._embedders import data_dir, resolve_embedder
 from ._engine import Engine, RuleContradictionJudge, make_message
 from ._errors import InvalidInput, InvalidURLError
@@ -79,21 +79,15 @@ def _load_factory(spec: str) -> Callable[..., Any]:
     return cast(Callable[..., Any], getattr(importlib.import_module(module), name))
 
 
-def make_backend(url: str, *, asynchronous: bool = False, working_memory: str | None = None) -> Backend:
-    """Open the storage a URL names, optionally with working memory elsewhere (`redis://…`)."""
-    backend = _long_term_backend(url, asynchronous)
-    if working_memory is None:
-        return backend
-    scheme = urlparse(working_memory).scheme
+def make_session_store(url: str, *, asynchronous: bool = False) -> AnySessionStore:
+    """Open a working memory of its own (`redis://…`), for `working_memory=`."""
+    scheme = urlparse(url).scheme
     if scheme not in WORKING_MEMORY:
-        raise InvalidURLError(f"working_memory must be a redis:// URL, got {working_memory!r}")
-    from ._redis import CompositeBackend
-
-    working = _load_factory(WORKING_MEMORY[scheme][1 if asynchronous else 0])(working_memory)
-    return cast(Backend, CompositeBackend(backend, working))
+        raise InvalidURLError(f"working_memory must be a redis:// URL, got {url!r}")
+    return cast(AnySessionStore, _load_factory(WORKING_MEMORY[scheme][1 if asynchronous else 0])(url))
 
 
-def _long_term_backend(url: str, asynchronous: bool) -> Backend:
+def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBackend:
     """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme."""
     if not isinstance(url, str) or "://" not in url:
         raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
@@ -465,7 +459,13 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
                              asynchronous=asynchronous)
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
                      max_content_chars)
-    return LocalTransport(make_backend(url, asynchronous=asynchronous, working_memory=working_memory), engine)
+    backend = make_backend(url, asynchronous=asynchronous)
+    try:
+        sessions = None if working_memory is None else make_session_store(working_memory, asynchronous=asynchronous)
+    except BaseException:
+        backend.close()
+        raise
+    return LocalTransport(backend, engine, sessions)
 
 
 def _is_http(url: str) -> bool:

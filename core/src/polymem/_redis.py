@@ -4,14 +4,14 @@
   contract over Redis, so sessions are shared by every service instance and
   expire by Redis's own TTL. `AsyncRedisWorkingMemory` is its asyncio twin;
   both drive the same plans (generators yielding Redis commands).
-- `CompositeBackend(long_term, working)` is a backend that sends `session_*`
-  to the working store and everything else to the long-term one (SQLite or
-  PostgreSQL, sync or async).
+- Both implement the session contract (`SessionStore`, `AsyncSessionStore`); the
+  local transport sends session steps to them and record steps to the long-term
+  store (SQLite or PostgreSQL, sync or async): `polymem.open(url, working_memory=…)`.
 - `RedisLock` is the consolidation lock: `SET NX PX` with a watchdog that
   renews it while its holder works; a dead holder's lock expires on its own.
 
     >>> working = RedisWorkingMemory("redis://localhost:6379/0")          # doctest: +SKIP
-    >>> mem = polymem.Memory(CompositeBackend(PostgresBackend(pg_url), working), engine)   # doctest: +SKIP
+    >>> mem = polymem.Memory(LocalTransport(PostgresBackend(pg_url), engine, sessions=working))   # doctest: +SKIP
 
 Each session lives in four keys sharing one hash tag (Redis Cluster safe):
 `meta` (a hash of JSON values), `msgs` (a list of `{"m": message, "t": tokens}`),
@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import inspect
 import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from ._backend import Backend
+from ._backend import AsyncSessionStore, SessionStore
 from ._errors import LockTimeoutError, missing_extra
 from ._filters import dumps, to_micros
-from ._models import ImportReport, Message, SessionInfo
+from ._models import Message, SessionInfo
 from ._plan import adrive, drive
 from ._postgres import session_dict
+from ._storage import Batch, SessionTouch
 from ._time import from_iso
 
 T = TypeVar("T")
@@ -286,6 +286,46 @@ class RedisPlans:
         return count
 
 
+def _queued(plans: RedisPlans, batch: Batch) -> tuple[builtins.list[Any], builtins.list[tuple[Any, ...]]]:
+    """Each operation's plan started: its result when it sends nothing, else its plan waiting for
+    the reply to its one command; and the commands, for MULTI/EXEC."""
+    started: builtins.list[Any] = []
+    commands: builtins.list[tuple[Any, ...]] = []
+    for op in batch.ops:
+        if not op.sessions:
+            raise TypeError(f"{type(op).__name__} is not a session operation")
+        plan = getattr(plans, op.method)(*op.args())
+        try:
+            commands.append(_command(next(plan)))
+        except StopIteration as stop:
+            started.append(_Done(stop.value))
+            continue
+        started.append(plan)
+    return started, commands
+
+
+class _Done:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _finish(started: builtins.list[Any], replies: Sequence[Any]) -> builtins.list[Any]:
+    """Each operation's result from the reply to its command."""
+    out: builtins.list[Any] = []
+    pending = iter(replies)
+    for item in started:
+        if isinstance(item, _Done):
+            out.append(item.value)
+            continue
+        try:
+            item.send(next(pending))
+        except StopIteration as stop:
+            out.append(stop.value)
+        else:  # pragma: no cover - every session write is one command
+            raise TypeError("a batched Redis operation must send one command")
+    return out
+
+
 def _command(item: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(item) == 3 and isinstance(item[1], builtins.list):
         script, keys, args = item
@@ -297,6 +337,8 @@ class _AsyncClient(Protocol):
     """What the working memory calls on a `redis.asyncio.Redis` (whose methods are unannotated)."""
 
     async def execute_command(self, *args: Any) -> Any: ...
+
+    def pipeline(self, transaction: bool = True) -> Any: ...
 
     @property
     def connection_pool(self) -> _Pool: ...
@@ -336,15 +378,29 @@ class _RedisSessions:
         self.client.close()
 
 
-class RedisWorkingMemory(_RedisSessions):
+class RedisWorkingMemory(_RedisSessions, SessionStore):
     """Working memory (the `session_*` methods of `Backend`) in Redis, sync.
 
     `url` is a redis-py URL (`redis://host:6379/0`, `rediss://...`, `unix://...`).
     """
 
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None:
-        self._run(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's commands in one MULTI/EXEC: no other client's command runs between them.
+        Redis does not roll back: an operation that fails before EXEC (its arguments, its encoding)
+        sends nothing at all, but a command that Redis itself fails inside EXEC leaves the others
+        applied (the session scripts fail only on a wrong key type, which polymem never writes)."""
+        started, commands = _queued(self.plans, batch)
+        if commands:
+            pipe = self.client.pipeline(transaction=True)
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = pipe.execute()
+        else:
+            replies = []
+        return _finish(started, replies)
+
+    def session_touch(self, op: SessionTouch) -> None:
+        self._run(self.plans.session_touch(*op.args()))
 
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return self._run(self.plans.session_info(namespace, session_id))
@@ -374,7 +430,7 @@ class RedisWorkingMemory(_RedisSessions):
         return self._run(self.plans.import_sessions(namespace, sessions, now))
 
 
-class AsyncRedisWorkingMemory(_RedisSessions):
+class AsyncRedisWorkingMemory(_RedisSessions, AsyncSessionStore):
     """`RedisWorkingMemory` with coroutine methods (redis.asyncio), for `AsyncMemory`.
 
     `session_list` and `session_delete` stay synchronous (on a sync client) because
@@ -390,9 +446,19 @@ class AsyncRedisWorkingMemory(_RedisSessions):
     async def _arun(self, plan: RedisPlan[T]) -> T:
         return await adrive(plan, lambda item: self.aclient.execute_command(*_command(item)))
 
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None,
-                            agent_id: str | None, now: datetime, expire_at: datetime | None) -> None:
-        await self._arun(self.plans.session_touch(namespace, session_id, user_id, agent_id, now, expire_at))
+    async def apply(self, batch: Batch) -> builtins.list[Any]:
+        """`RedisWorkingMemory.apply` on redis.asyncio: one MULTI/EXEC."""
+        started, commands = _queued(self.plans, batch)
+        replies: builtins.list[Any] = []
+        if commands:
+            pipe = self.aclient.pipeline(transaction=True)
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = await pipe.execute()
+        return _finish(started, replies)
+
+    async def session_touch(self, op: SessionTouch) -> None:
+        await self._arun(self.plans.session_touch(*op.args()))
 
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return await self._arun(self.plans.session_info(namespace, session_id))
@@ -427,75 +493,6 @@ class AsyncRedisWorkingMemory(_RedisSessions):
         super().close()
         # The async client's connections belong to its loop; dropping the pool is enough here.
         self.aclient.connection_pool.reset()
-
-
-_SESSION_METHODS = ("session_touch", "session_info", "session_list", "session_append", "session_messages",
-                    "session_evict", "session_forget", "session_set_summary", "session_delete", "sessions_expired",
-                    "export_sessions")
-_LONG_TERM_METHODS = ("insert", "get", "list", "update", "delete", "history", "search", "count_foreign_vectors",
-                      "reinforce", "flush", "active_with_vectors", "pending_reembed", "set_vectors", "export_page",
-                      "vectors")
-
-
-class CompositeBackend:
-    """A backend made of two: `session_*` go to `working` (e.g. Redis), the rest to `long_term`.
-
-    Methods are the parts' own bound methods, so a coroutine method stays a coroutine
-    method and `AsyncMemory` awaits it natively.
-    """
-
-    def __init__(self, long_term: Any, working: Any) -> None:
-        self.long_term = long_term
-        self.working = working
-        self.url = long_term.url
-        for name in _LONG_TERM_METHODS:
-            setattr(self, name, getattr(long_term, name))
-        for name in _SESSION_METHODS:
-            setattr(self, name, getattr(working, name))
-        for name in ("aflush", "get_by_keys"):  # what only some long-term stores have (a native twin, a lookup)
-            if hasattr(long_term, name):
-                setattr(self, name, getattr(long_term, name))
-        self.import_rows: Callable[..., Any]
-        if inspect.iscoroutinefunction(long_term.import_rows) or inspect.iscoroutinefunction(working.import_sessions):
-            self.import_rows = self._aimport_rows
-        else:
-            self.import_rows = self._import_rows
-
-    def _import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
-                     now: datetime) -> ImportReport:
-        report: ImportReport = self.long_term.import_rows(namespace, rows, [], now)
-        report.sessions = self.working.import_sessions(namespace, sessions, now)
-        return report
-
-    async def _aimport_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
-                            now: datetime) -> ImportReport:
-        report: ImportReport = await _maybe_await(self.long_term.import_rows(namespace, rows, [], now))
-        report.sessions = await _maybe_await(self.working.import_sessions(namespace, sessions, now))
-        return report
-
-    def stats(self, namespace: str) -> dict[str, Any]:
-        out: dict[str, Any] = self.long_term.stats(namespace)
-        out["sessions"] = len(self.working.session_list(namespace, None))
-        out["working_memory"] = "redis"
-        return out
-
-    def consolidation_lock(self, namespace: str = "default", *, timeout: float | None = None) -> Any:
-        """The working store's lock when it has one (Redis), else the long-term store's."""
-        owner = self.working if hasattr(self.working, "consolidation_lock") else self.long_term
-        return owner.consolidation_lock(namespace, timeout=timeout)
-
-    def close(self) -> None:
-        try:
-            self.long_term.close()
-        finally:
-            self.working.close()
-
-
-Backend.register(CompositeBackend)
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class RedisLock:
@@ -553,20 +550,3 @@ class RedisLock:
             stop.set()
             thread.join()
             self.release()
-
-
-def open_composite(long_term_url: str, redis_url: str, *, asynchronous: bool = False) -> CompositeBackend:
-    """PostgreSQL (or any backend URL) for long-term memory + Redis for working memory."""
-    from ._memory import make_backend
-
-    if asynchronous and long_term_url.startswith(("postgresql", "postgres")):
-        from ._postgres_async import AsyncPostgresBackend
-
-        return CompositeBackend(AsyncPostgresBackend(long_term_url), AsyncRedisWorkingMemory(redis_url))
-    working: _RedisSessions = AsyncRedisWorkingMemory(redis_url) if asynchronous else RedisWorkingMemory(redis_url)
-    if long_term_url.startswith(("postgresql", "postgres")):
-        from ._postgres import PostgresBackend
-
-        return CompositeBackend(PostgresBackend(long_term_url), working)
-    return CompositeBackend(make_backend(long_term_url), working)
-

@@ -39,6 +39,7 @@ from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
+from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._text import ANALYZER_VERSION, terms
 
 MIGRATIONS: builtins.list[str] = [
@@ -397,6 +398,7 @@ class SQLiteBackend(Backend):
                                      check_same_thread=False, uri=uri)
         self._lock = threading.RLock()
         self._closed = False
+        self._in_write = False  # inside `_write` (on the thread holding `_lock`)
         conn = self._conn
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         if self.path is not None:
@@ -461,19 +463,31 @@ class SQLiteBackend(Backend):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a write inside another (a batch's operations) is part of it."""
         with self._lock:
             if getattr(self, "_closed", False):
                 raise StoreClosedError("the store is closed")
             conn = self._conn
+            if self._in_write:
+                yield conn
+                return
             conn.execute("BEGIN IMMEDIATE")
+            self._in_write = True
             try:
                 yield conn
             except BaseException:
+                self._in_write = False
                 conn.execute("ROLLBACK")
                 raise
+            self._in_write = False
             conn.execute("COMMIT")
             if self.path is not None:
                 self._count_commit(conn)
+
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's operations in one `BEGIN IMMEDIATE` transaction: all of them, or none."""
+        with self._write():
+            return [op.run(self) for op in batch.ops]
 
     def _count_commit(self, conn: sqlite3.Connection) -> None:
         self._commits_since_checkpoint += 1
@@ -542,7 +556,8 @@ class SQLiteBackend(Backend):
         return stored if rows and rows[-1][0] == current.version else [*stored, current.to_dict()]
 
     # -- records ------------------------------------------------------------------------------
-    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
+    def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
+        items, now = op.items, op.now
         now_us = to_micros(now)
         with self._write() as conn:
             seq = self._next_seq(conn)
@@ -622,15 +637,14 @@ class SQLiteBackend(Backend):
         found = {row[19]: _row_to_record(row[:19]) for row in rows}
         return [found[k] for k in keys if k in found]
 
-    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
-        where, params = self._scope_sql(namespace, user_id, agent_id, category, filter)
-        if status is not None:
+    def list(self, op: ListRecords) -> builtins.list[MemoryRecord]:
+        where, params = self._scope_sql(op.namespace, op.user_id, op.agent_id, op.category, op.filter)
+        if op.status is not None:
             where += " AND m.status = ?"
-            params.append(status)
+            params.append(op.status)
         with self._read() as conn:
             return self._fetch_records(conn, f"{where} ORDER BY m.created_at DESC, m.rowid DESC LIMIT ? OFFSET ?",
-                                       (*params, limit, offset))
+                                       (*params, op.limit, op.offset))
 
     @staticmethod
     def _scope_sql(namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
@@ -652,9 +666,10 @@ class SQLiteBackend(Backend):
             params.extend(args)
         return " AND ".join(clauses), params
 
-    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-               now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
+    def update(self, op: Update) -> MemoryRecord:
+        namespace, memory_id, changes, expected_version, now = (op.namespace, op.memory_id, op.changes,
+                                                                op.expected_version, op.now)
+        vector, model_id, content_hash, terms = op.vector, op.model_id, op.content_hash, op.terms
         with self._write() as conn:
             found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
             if not found:
@@ -982,8 +997,6 @@ class SQLiteBackend(Backend):
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
-        from ._time import from_iso
-
         report = ImportReport()
         with self._write() as conn:
             seq = self._next_seq(conn)
@@ -1004,28 +1017,40 @@ class SQLiteBackend(Backend):
                 conn.executemany("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
                                  [(record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
                 report.imported += 1
-            for session in sessions:
-                exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
-                                      (namespace, session["session_id"])).fetchone()
-                if exists:
-                    continue
-
-                def micros(key: str, session: dict[str, Any] = session) -> int | None:
-                    value = from_iso(session.get(key), key)
-                    return None if value is None else to_micros(value)
-
-                conn.execute(
-                    "INSERT INTO sessions(namespace, session_id, user_id, agent_id, summary, created_at, updated_at, "
-                    "expire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
-                     session.get("summary"), micros("created_at"), micros("updated_at"), micros("expire_at")))
-                conn.executemany(
-                    "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]), m["tokens"],
-                      int(m["in_window"])) for m in session["messages"]])
-                report.sessions += 1
+            report.sessions = self._import_sessions(conn, namespace, sessions)
         return report
+
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        with self._write() as conn:
+            return self._import_sessions(conn, namespace, sessions)
+
+    @staticmethod
+    def _import_sessions(conn: sqlite3.Connection, namespace: str, sessions: Sequence[dict[str, Any]]) -> int:
+        from ._time import from_iso
+
+        count = 0
+        for session in sessions:
+            exists = conn.execute("SELECT 1 FROM sessions WHERE namespace = ? AND session_id = ?",
+                                  (namespace, session["session_id"])).fetchone()
+            if exists:
+                continue
+
+            def micros(key: str, session: dict[str, Any] = session) -> int | None:
+                value = from_iso(session.get(key), key)
+                return None if value is None else to_micros(value)
+
+            conn.execute(
+                "INSERT INTO sessions(namespace, session_id, user_id, agent_id, summary, created_at, updated_at, "
+                "expire_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (namespace, session["session_id"], session.get("user_id"), session.get("agent_id"),
+                 session.get("summary"), micros("created_at"), micros("updated_at"), micros("expire_at")))
+            conn.executemany(
+                "INSERT INTO session_messages(namespace, session_id, message_id, message, tokens, in_window) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(namespace, session["session_id"], m["message"]["message_id"], dumps(m["message"]), m["tokens"],
+                  int(m["in_window"])) for m in session["messages"]])
+            count += 1
+        return count
 
     def stats(self, namespace: str) -> dict[str, Any]:
         with self._read() as conn:
@@ -1047,8 +1072,8 @@ class SQLiteBackend(Backend):
         }
 
     # -- working memory -----------------------------------------------------------------------
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None:
+    def session_touch(self, op: SessionTouch) -> None:
+        namespace, session_id, user_id, agent_id, now, expire_at = op.args()
         now_us = to_micros(now)
         exp = None if expire_at is None else to_micros(expire_at)
         with self._write() as conn:

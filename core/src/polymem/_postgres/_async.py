@@ -19,10 +19,11 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import REINFORCE_WINDOW_S, Backend, Candidate, NewRecord, SearchRequest, log
+from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, SearchRequest, log
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import adrive
+from .._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._cache import scope_load_statement, scope_vectors
 from ._driver import _import_psycopg, retryable, run_plan_async, run_plan_sync, session_settings
 from ._plans import Plans
@@ -40,7 +41,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class AsyncPostgresBackend(PostgresStore):
+class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     """PostgreSQL + pgvector with coroutine methods over `psycopg_pool.AsyncConnectionPool`.
 
     `stats`, `flush`, `session_list`, `session_delete` and `close` are also callable
@@ -119,10 +120,18 @@ class AsyncPostgresBackend(PostgresStore):
             with conn.transaction():
                 return run_plan_sync(conn, plan(*args, **kwargs))
 
+    async def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's operations in one transaction (rerun whole on a serialization failure)."""
+        held = self._held(batch)
+        results = await self._call(self._batch, batch, held)
+        if held is not None:
+            self.vector_cache.catch_up(held)
+        return results
+
     # records
-    async def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        held = self.vector_cache.writes_for(items)
-        results = await self._call(self.plans.insert, items, now, held)
+    async def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
+        held = self.vector_cache.writes_for(op.items)
+        results = await self._call(self.plans.insert, op.items, op.now, held)
         self.vector_cache.catch_up(held)
         return results
 
@@ -132,17 +141,11 @@ class AsyncPostgresBackend(PostgresStore):
     async def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.get_by_keys, namespace, keys)
 
-    async def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-                   filter: dict[str, Any] | None, status: str | None, limit: int,
-                   offset: int) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.list, namespace, user_id, agent_id, category, filter,
-                                status, limit, offset)
+    async def list(self, op: ListRecords) -> builtins.list[MemoryRecord]:
+        return await self._call(self.plans.list, *op.args())
 
-    async def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-                     now: datetime, vector: np.ndarray | None, model_id: str | None,
-                     content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
-        return await self._call(self.plans.update, namespace, memory_id, changes,
-                                expected_version, now, vector, model_id, content_hash, terms)
+    async def update(self, op: Update) -> MemoryRecord:
+        return await self._call(self.plans.update, *op.args())
 
     async def delete(self, namespace: str, memory_id: str) -> bool:
         return await self._call(self.plans.delete, namespace, memory_id)
@@ -252,6 +255,9 @@ class AsyncPostgresBackend(PostgresStore):
                           now: datetime) -> ImportReport:
         return await self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
+    async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return await self._call(self.plans.import_sessions, namespace, sessions)
+
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._blocking(self.plans.stats, namespace)}
 
@@ -259,9 +265,8 @@ class AsyncPostgresBackend(PostgresStore):
         return {"url": self.url, **(await self._call(self.plans.stats, namespace))}
 
     # working memory
-    async def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                            now: datetime, expire_at: datetime | None) -> None:
-        await self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
+    async def session_touch(self, op: SessionTouch) -> None:
+        await self._call(self.plans.session_touch, *op.args())
 
     async def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return await self._call(self.plans.session_info, namespace, session_id)
@@ -345,6 +350,3 @@ class AsyncPostgresBackend(PostgresStore):
         else:
             self._closed = True
 
-
-# The contract's names, as coroutines: a Backend for `AsyncMemory` (which awaits them natively).
-Backend.register(AsyncPostgresBackend)

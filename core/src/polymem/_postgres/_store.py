@@ -8,11 +8,12 @@ from typing import Any
 
 from .._backend import Candidate, SearchRequest
 from .._errors import PolymemError
-from ._cache import DEFAULT_VECTOR_CACHE_MB, TermStatistics, VectorCache, cached_rows
+from .._storage import Batch, Insert
+from ._cache import DEFAULT_VECTOR_CACHE_MB, ScopeWrites, TermStatistics, VectorCache, cached_rows
 from ._driver import _import_psycopg, split_url, vector_dumper
 from ._plans import Plans, search_statements
 from ._schema import migrate
-from ._sql import Q
+from ._sql import PgPlan, Q
 
 # A search as batches of statements to run side by side: yields a batch, receives its results
 # (in the batch's order), returns the candidates and the scope to copy into the vector cache.
@@ -40,6 +41,24 @@ class PostgresStore:
             if info is None:
                 raise PolymemError("the pgvector extension is missing; run polymem migrate")
             self._dumper = vector_dumper(info.oid)
+
+    def _held(self, batch: Batch) -> ScopeWrites | None:
+        """The vector cache's hold on the scopes the batch's (first) insert writes to."""
+        insert = next((op for op in batch.ops if isinstance(op, Insert)), None)
+        return None if insert is None else self.vector_cache.writes_for(insert.items)
+
+    def _batch(self, batch: Batch, held: ScopeWrites | None) -> PgPlan[builtins.list[Any]]:
+        """The batch as one plan (which the store runs in one transaction); each operation is the
+        plan of its name, with its fields as arguments."""
+        results: builtins.list[Any] = []
+        first_insert = True
+        for op in batch.ops:
+            if isinstance(op, Insert):
+                results.append((yield from self.plans.insert(op.items, op.now, held if first_insert else None)))
+                first_insert = False
+            else:
+                results.append((yield from getattr(self.plans, op.method)(*op.args())))
+        return results
 
     def _pool_sizes(self, min_size: int, max_size: int | None) -> tuple[int, int]:
         return (int(self._options.get("pool_min_size", min_size)),

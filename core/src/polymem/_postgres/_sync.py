@@ -12,10 +12,11 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import Backend, Bookkeeping, Candidate, NewRecord, SearchRequest
+from .._backend import Backend, Bookkeeping, Candidate, SearchRequest
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import drive
+from .._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._cache import scope_load_statement, scope_vectors
 from ._driver import _import_psycopg, retryable, run_plan_sync, session_settings
 from ._plans import Plans, Staged, stage_import
@@ -68,10 +69,18 @@ class PostgresBackend(PostgresStore, Backend):
             time.sleep(0.005 * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def apply(self, batch: Batch) -> builtins.list[Any]:
+        """The batch's operations in one transaction (rerun whole on a serialization failure)."""
+        held = self._held(batch)
+        results = self._call(self._batch, batch, held)
+        if held is not None:
+            self.vector_cache.catch_up(held)
+        return results
+
     # records
-    def insert(self, items: Sequence[NewRecord], now: datetime) -> builtins.list[tuple[MemoryRecord, bool]]:
-        held = self.vector_cache.writes_for(items)
-        results = self._call(self.plans.insert, items, now, held)
+    def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
+        held = self.vector_cache.writes_for(op.items)
+        results = self._call(self.plans.insert, op.items, op.now, held)
         self.vector_cache.catch_up(held)
         return results
 
@@ -81,15 +90,11 @@ class PostgresBackend(PostgresStore, Backend):
     def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.get_by_keys, namespace, keys)
 
-    def list(self, namespace: str, user_id: str | None, agent_id: str | None, category: str | None,
-             filter: dict[str, Any] | None, status: str | None, limit: int, offset: int) -> builtins.list[MemoryRecord]:
-        return self._call(self.plans.list, namespace, user_id, agent_id, category, filter, status, limit, offset)
+    def list(self, op: ListRecords) -> builtins.list[MemoryRecord]:
+        return self._call(self.plans.list, *op.args())
 
-    def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
-               now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> MemoryRecord:
-        return self._call(self.plans.update, namespace, memory_id, changes,
-                          expected_version, now, vector, model_id, content_hash, terms)
+    def update(self, op: Update) -> MemoryRecord:
+        return self._call(self.plans.update, *op.args())
 
     def delete(self, namespace: str, memory_id: str) -> bool:
         return self._call(self.plans.delete, namespace, memory_id)
@@ -183,6 +188,9 @@ class PostgresBackend(PostgresStore, Backend):
                     now: datetime) -> ImportReport:
         return self._call(self.plans.import_rows, namespace, rows, sessions, now)
 
+    def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
+        return self._call(self.plans.import_sessions, namespace, sessions)
+
     def stats(self, namespace: str) -> dict[str, Any]:
         return {"url": self.url, **self._call(self.plans.stats, namespace)}
 
@@ -252,9 +260,8 @@ class PostgresBackend(PostgresStore, Backend):
                 conn.execute("VACUUM (ANALYZE) polymem_memories")
 
     # working memory
-    def session_touch(self, namespace: str, session_id: str, user_id: str | None, agent_id: str | None,
-                      now: datetime, expire_at: datetime | None) -> None:
-        self._call(self.plans.session_touch, namespace, session_id, user_id, agent_id, now, expire_at)
+    def session_touch(self, op: SessionTouch) -> None:
+        self._call(self.plans.session_touch, *op.args())
 
     def session_info(self, namespace: str, session_id: str) -> SessionInfo | None:
         return self._call(self.plans.session_info, namespace, session_id)

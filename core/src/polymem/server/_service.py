@@ -27,6 +27,7 @@ from typing import IO, Any, TypeVar, cast
 
 from .. import _memory
 from .. import operations as ops
+from .._backend import AsyncSessionStore
 from .._errors import InvalidFilterError, InvalidInput, NotFoundError, PermissionDeniedError
 from .._memory import AsyncMemory
 from .._models import ConsolidationReport, ImportReport, MemoryRecord, NearestResult, RecallResult, SessionInfo
@@ -575,7 +576,9 @@ class Service:
         user_id = self._write_user(ctx.grant, spec.user_id)
         agent_id = self._write_agent(ctx.grant, spec.agent_id) if write else spec.agent_id
         store = self.store(ctx.namespace)
-        info = await asyncio.to_thread(store.backend.session_info, ctx.namespace, spec.session_id)
+        sessions = store.transport.local().sessions
+        info = await (sessions.session_info(ctx.namespace, spec.session_id) if isinstance(sessions, AsyncSessionStore)
+                      else asyncio.to_thread(sessions.session_info, ctx.namespace, spec.session_id))
         if info is not None and not ctx.grant.covers_user(info.user_id):
             raise PermissionDeniedError("this session belongs to a user outside your scope")
         return spec.model_copy(update={"user_id": user_id, "agent_id": agent_id})

@@ -27,7 +27,8 @@ from typing import Any
 
 from .._time import require_aware
 
-__all__ = ["FakeClock", "MemoryConformance", "call", "local_embedder"]
+__all__ = ["FakeClock", "MemoryConformance", "RecordStoreConformance", "SessionStoreConformance", "call",
+           "local_embedder"]
 
 
 class FakeClock:
@@ -70,4 +71,5 @@ def local_embedder() -> Any:
     return _EMBEDDER
 
 
+from ._storage_suite import RecordStoreConformance, SessionStoreConformance  # noqa: E402
 from ._suite import MemoryConformance  # noqa: E402

@@ -1,0 +1,148 @@
+"""The storage-level conformance suite: what every record store and session store must do.
+
+Subclass `RecordStoreConformance` with a `records` fixture returning an open record store
+(a `RecordStore` or `AsyncRecordStore`, empty), and `SessionStoreConformance` with a
+`sessions` fixture returning an open session store (`SessionStore` or `AsyncSessionStore`,
+empty). Coroutine methods are awaited by `call`, so one test serves sync and async stores.
+The batch tests check that a batch is all-or-nothing: one failing operation leaves nothing
+of the batch applied.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from .._backend import NewRecord
+from .._errors import NotFoundError, VersionConflictError
+from .._models import MemoryRecord, Message, new_id
+from .._storage import (
+    Batch,
+    Insert,
+    ListRecords,
+    SessionAppend,
+    SessionDelete,
+    SessionEvict,
+    SessionSetSummary,
+    SessionTouch,
+    Update,
+)
+from .._text import content_hash, terms
+from . import call
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+NS = "storage-suite"
+
+
+def new_record(content: str, user_id: str = "u") -> NewRecord:
+    record = MemoryRecord(memory_id=new_id(), content=content, category="fact", source="user_input",
+                          importance=0.5, user_id=user_id, agent_id=None, session_id=None, namespace=NS,
+                          created_at=NOW, updated_at=NOW)
+    return NewRecord(record, None, content_hash(content), None, tuple(terms(content)))
+
+
+class RecordStoreConformance:
+    """Records: typed operations and batches."""
+
+    @pytest.fixture
+    def records(self) -> Any:  # pragma: no cover - provided by the subclass
+        raise NotImplementedError
+
+    def _insert(self, records: Any, *contents: str) -> list[MemoryRecord]:
+        results = call(records.insert(Insert([new_record(c) for c in contents], NOW)))
+        return [record for record, _ in results]
+
+    def test_insert_then_get_and_list(self, records: Any) -> None:
+        a, b = self._insert(records, "alpha fact", "beta fact")
+        assert [r.memory_id for r in call(records.get(NS, [a.memory_id]))] == [a.memory_id]
+        listed = call(records.list(ListRecords(NS, user_id="u")))
+        assert {r.memory_id for r in listed} == {a.memory_id, b.memory_id}
+
+    def test_insert_of_the_same_content_returns_the_stored_record(self, records: Any) -> None:
+        (a,) = self._insert(records, "the same words")
+        results = call(records.insert(Insert([new_record("the same words")], NOW + timedelta(seconds=1))))
+        assert [(r.memory_id, new) for r, new in results] == [(a.memory_id, False)]
+
+    def test_update_writes_a_version_with_compare_and_set(self, records: Any) -> None:
+        (a,) = self._insert(records, "first words")
+        updated = call(records.update(Update(NS, a.memory_id, {"importance": 0.9}, a.version, NOW)))
+        assert (updated.version, updated.importance) == (a.version + 1, 0.9)
+        with pytest.raises(VersionConflictError):
+            call(records.update(Update(NS, a.memory_id, {"importance": 0.1}, a.version, NOW)))
+        with pytest.raises(NotFoundError):
+            call(records.update(Update(NS, "no-such-memory", {"importance": 0.1}, None, NOW)))
+
+    def test_a_batch_applies_every_operation_in_order(self, records: Any) -> None:
+        a, b = self._insert(records, "keeper words", "other words")
+        keep = Update(NS, a.memory_id, {"importance": 0.8}, a.version, NOW)
+        retire = Update(NS, b.memory_id, {"status": "archived"}, b.version, NOW)
+        merged, retired = call(records.apply(Batch(keep, retire)))
+        assert (merged.importance, retired.status) == (0.8, "archived")
+        assert [r.memory_id for r in call(records.list(ListRecords(NS, user_id="u")))] == [a.memory_id]
+
+    def test_a_batch_is_all_or_nothing(self, records: Any) -> None:
+        (a,) = self._insert(records, "untouched words")
+        fresh = new_record("never stored words")
+        batch = Batch(Update(NS, a.memory_id, {"importance": 0.9}, a.version, NOW),
+                      Insert([fresh], NOW),
+                      Update(NS, a.memory_id, {"importance": 0.1}, a.version, NOW))  # stale by then: fails
+        with pytest.raises(VersionConflictError):
+            call(records.apply(batch))
+        assert call(records.get(NS, [fresh.record.memory_id])) == []
+        (stored,) = call(records.get(NS, [a.memory_id]))
+        assert (stored.version, stored.importance) == (a.version, a.importance)
+
+
+class SessionStoreConformance:
+    """Sessions: typed operations and batches."""
+
+    @pytest.fixture
+    def sessions(self) -> Any:  # pragma: no cover - provided by the subclass
+        raise NotImplementedError
+
+    @staticmethod
+    def _messages(*texts: str) -> list[tuple[Message, int]]:
+        return [(Message(role="user", content=t, created_at=NOW), len(t.split())) for t in texts]
+
+    def test_touch_append_evict_summary_delete(self, sessions: Any) -> None:
+        call(sessions.session_touch(SessionTouch(NS, "s1", "u", None, NOW, None)))
+        rows = self._messages("one", "two words", "three more words")
+        call(sessions.session_append(NS, "s1", rows))
+        assert call(sessions.session_evict(NS, "s1", [rows[0][0].message_id])) == 1
+        call(sessions.session_set_summary(NS, "s1", "one"))
+        window = call(sessions.session_messages(NS, "s1", True))
+        assert [m.content for m, _ in window] == ["two words", "three more words"]
+        assert [m.content for m, _ in call(sessions.session_messages(NS, "s1", False))] == [
+            "one", "two words", "three more words"]
+        info = call(sessions.session_info(NS, "s1"))
+        assert (info.user_id, info.summary, info.message_count, info.window_count) == ("u", "one", 3, 2)
+        assert call(sessions.session_delete(NS, "s1")) is True
+        assert call(sessions.session_info(NS, "s1")) is None
+
+    def test_a_batch_applies_every_operation_in_order(self, sessions: Any) -> None:
+        rows = self._messages("hello there", "general words")
+        results = call(sessions.apply(Batch(
+            SessionTouch(NS, "s2", "u", None, NOW, NOW + timedelta(hours=1)),
+            SessionAppend(NS, "s2", rows),
+            SessionSetSummary(NS, "s2", "a summary"),
+            SessionEvict(NS, "s2", [rows[0][0].message_id]))))
+        assert results[-1] == 1
+        info = call(sessions.session_info(NS, "s2"))
+        assert (info.summary, info.message_count, info.window_count) == ("a summary", 2, 1)
+        assert call(sessions.apply(Batch(SessionDelete(NS, "s2")))) == [True]
+        assert call(sessions.session_info(NS, "s2")) is None
+
+    def test_a_batch_is_all_or_nothing(self, sessions: Any) -> None:
+        call(sessions.session_touch(SessionTouch(NS, "s3", "u", None, NOW, None)))
+        call(sessions.session_append(NS, "s3", self._messages("kept")))
+        unstorable = Message(role="user", content="x", created_at=NOW, metadata={"bad": object()})
+        batch = Batch(SessionSetSummary(NS, "s3", "should not stay"),
+                      SessionAppend(NS, "s3", self._messages("should not stay either")),
+                      SessionAppend(NS, "s3", [(unstorable, 1)]))  # cannot be encoded: fails
+        with pytest.raises(TypeError):
+            call(sessions.apply(batch))
+        info = call(sessions.session_info(NS, "s3"))
+        assert (info.summary, info.message_count) == (None, 1)
+        assert [m.content for m, _ in call(sessions.session_messages(NS, "s3", False))] == ["kept"]

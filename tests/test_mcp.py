@@ -49,7 +49,7 @@ def resource_text(result: types.ReadResourceResult) -> str:
 
 
 def test_tools_come_from_the_table() -> None:
-    tools = {t.name: t for t in tool_definitions()}
+    tools = {t.name: t for t in tool_definitions(output_schemas=True)}
     assert list(tools) == [op.mcp_tool for op in ops.OPERATIONS if op.mcp_tool]
     assert set(tools) >= {"save_memory", "recall_memories", "get_memory", "update_memory", "delete_memory",
                           "memory_history", "consolidate_memories"}
@@ -60,6 +60,7 @@ def test_tools_come_from_the_table() -> None:
         assert set(schema["properties"]) == set(op.wire_fields()) - set(op.mcp_omit)
         assert tool.outputSchema == op.codec.schema.model_json_schema()
         assert tool.annotations is not None and tool.annotations.readOnlyHint == (op.permission == "read")
+    assert all(t.outputSchema is None for t in tool_definitions())  # by default (see tool_definitions)
     assert "source" not in tools["save_memory"].inputSchema["properties"]  # the server names the client
     assert tools["recall_memories"].inputSchema["properties"]["top_k"]["maximum"] == 1000
     assert [t.name for t in tool_definitions(frozenset({"read"}))] == [

@@ -39,6 +39,7 @@ from pydantic import AnyUrl, ValidationError
 from . import __version__
 from . import operations as ops
 from ._errors import PolymemError
+from ._memory import AsyncMemory
 from .operations import OPERATIONS, Operation
 
 __all__ = ["TOOLS", "Caller", "build_server", "run_stdio", "tool_definitions"]
@@ -74,8 +75,13 @@ def _allowed(op: type[Operation[Any]], permissions: frozenset[str]) -> bool:
     return op.permission in permissions
 
 
-def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS) -> list[types.Tool]:
-    """The MCP tools a caller with these permissions may call, made from the operation table."""
+def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_schemas: bool = False) -> list[types.Tool]:
+    """The MCP tools a caller with these permissions may call, made from the operation table.
+
+    `output_schemas` declares each result's JSON schema (the codec's) on its tool. Off by default:
+    the SDKs then check every result against it with jsonschema, on both sides of every call
+    (tens of milliseconds for a recall's ten hits, ten times the recall itself); the same schemas
+    are in the service's OpenAPI document."""
     tools = []
     for name, op in TOOLS.items():
         if not _allowed(op, permissions):
@@ -85,7 +91,7 @@ def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS) -> list[type
             title=(op.__doc__ or name).strip().splitlines()[0],
             description=op.mcp_description or (op.__doc__ or name).strip(),
             inputSchema=op.arguments_model().model_json_schema(),
-            outputSchema=op.codec.schema.model_json_schema(),
+            outputSchema=op.codec.schema.model_json_schema() if output_schemas else None,
             annotations=types.ToolAnnotations(
                 readOnlyHint=op.permission == "read", destructiveHint=op in _DESTRUCTIVE,
                 idempotentHint=op.idempotent, openWorldHint=False)))
@@ -176,7 +182,8 @@ RESOURCE_TEMPLATES = [
 ]
 
 
-def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem") -> Server[Any, Any]:
+def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
+                 output_schemas: bool = False) -> Server[Any, Any]:
     """The MCP server; `resolve(request_context)` says who calls (a constant for stdio, the token for HTTP)."""
     server: Server[Any, Any] = Server(name, version=__version__, instructions=INSTRUCTIONS)
 
@@ -185,7 +192,7 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem") -> 
         return resolve(context), context.session
 
     async def list_tools() -> list[types.Tool]:
-        return tool_definitions(caller()[0].permissions)
+        return tool_definitions(caller()[0].permissions, output_schemas=output_schemas)
 
     async def on_call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         who, session = caller()
@@ -214,8 +221,8 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem") -> 
     return server
 
 
-async def run_stdio(store: Any, *, defaults: Mapping[str, Any] | None = None) -> None:
-    """Serve `store` (a `polymem.AsyncMemory`) over stdio until the client hangs up."""
+async def run_stdio(store: AsyncMemory, *, defaults: Mapping[str, Any] | None = None) -> None:
+    """Serve `store` over stdio until the client hangs up."""
     from mcp.server.stdio import stdio_server
 
     who = Caller(store.execute, ALL_PERMISSIONS, dict(defaults or {}))

@@ -1,12 +1,14 @@
 """Recall through MCP (stdio and streamable HTTP) against the direct Python call, on one store.
 
 Fills a SQLite file with N memories (lexical mode: the query embedding would cost
-every path the same), then times `recall` top_k=10 scoped to one user:
+every path the same) and copies it for each process (this one, the stdio server,
+`polymem serve`), so that no path waits on another's bookkeeping writes; then times `recall` top_k=10 scoped to one user:
 
 - the direct call, `polymem.open(file).recall(...)` in this process;
 - MCP over stdio: the SDK's client against `polymem mcp --url <file>` in a subprocess;
 - the HTTP API: `polymem.open("http://…", token=…)` against `polymem serve` on loopback;
-- MCP over streamable HTTP: the SDK's client against `/mcp` of the same server.
+- MCP over streamable HTTP: the SDK's client against `/mcp` of the same server;
+- and an MCP ping over the stdio session: the floor of any call crossing to the other process.
 
 Each query goes through the four paths in turn (the machine's busy moments hit
 them alike); every client's time per call is its own wall clock. Prints a table (p50/p99 and the p50 overhead over the direct call; target: stdio
@@ -23,6 +25,7 @@ import asyncio
 import os
 import platform
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -108,8 +111,9 @@ async def measure(paths: dict[str, Callable[[str], Awaitable[Any]]], qs: list[st
     return out
 
 
-async def run_all(url: str, base: str, token: str, qs: list[str], warmup: int, top_k: int) -> dict[str, list[float]]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", "--url", url,
+async def run_all(url: str, stdio_url: str, base: str, token: str, qs: list[str], warmup: int,
+                  top_k: int) -> dict[str, list[float]]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", "--url", stdio_url,
                                                                  "--no-embedder"], env=child_env())
     with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
         async with stdio_client(params) as (sread, swrite), ClientSession(sread, swrite) as stdio, \
@@ -118,16 +122,22 @@ async def run_all(url: str, base: str, token: str, qs: list[str], warmup: int, t
                 ClientSession(hread, hwrite) as over_http:
             await stdio.initialize()
             await over_http.initialize()
+
+            async def ping(q: str) -> Any:
+                return await stdio.send_ping()
+
             return await measure({
                 DIRECT: blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)),
                 STDIO: mcp_recall(stdio, top_k),
                 "HTTP API (polymem serve, loopback)": blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)),
                 "MCP streamable HTTP (/mcp of polymem serve)": mcp_recall(over_http, top_k),
+                PING: ping,
             }, qs, warmup)
 
 
 DIRECT = "direct call, polymem.open(file).recall"
 STDIO = "MCP stdio (polymem mcp, SDK client)"
+PING = "MCP stdio ping, no recall (the round trip between the processes)"
 
 
 def serve(path: Path) -> tuple[subprocess.Popen[bytes], str, str]:
@@ -165,16 +175,20 @@ def main() -> None:
         t0 = time.perf_counter()
         fill(path, args.size, args.users, rng)
         print(f"filled {args.size:,} memories in {time.perf_counter() - t0:.1f} s", flush=True)
-        proc, base, token = serve(path)
+        for copy in ("stdio", "served"):  # one file per process: no path waits on another's bookkeeping writes
+            shutil.copy(path, path.with_name(f"{copy}.db"))
+        proc, base, token = serve(path.with_name("served.db"))
         try:
-            rows = list(asyncio.run(run_all(url, base, token, qs, warmup, args.top_k)).items())
+            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", base, token, qs, warmup,
+                                            args.top_k)).items())
         finally:
             proc.terminate()
             proc.wait(30)
     direct = ms(rows[0][1], 50)
     header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms |\n"
               "|---|---:|---:|---:|")
-    lines = [f"| {name} | {ms(lat, 50):.2f} | {ms(lat, 99):.2f} | {ms(lat, 50) - direct:+.2f} |" for name, lat in rows]
+    lines = [f"| {name} | {ms(lat, 50):.2f} | {ms(lat, 99):.2f} | "
+             f"{'–' if name == PING else format(ms(lat, 50) - direct, '+.2f')} |" for name, lat in rows]
     table = "\n".join([header, *lines])
     print(table)
     stdio_overhead = ms(rows[1][1], 50) - direct

@@ -363,8 +363,11 @@ def model_export(target: str | None) -> None:
               help="Bearer token for an http:// store (default: POLYMEM_TOKEN).")
 @click.option("--user", "user_id", default=None, help="The user the tools act for when a call names none.")
 @click.option("--agent", "agent_id", default=None, help="The agent id writes are tagged with when a call names none.")
+@click.option("--source", default=None,
+              help="The source of the tools' writes (default: mcp:<the client's name>; SDK clients that keep the "
+                   "default name show up as mcp:mcp).")
 def mcp_cmd(url: str | None, namespace: str, no_embedder: bool, token: str | None, user_id: str | None,
-            agent_id: str | None) -> None:
+            agent_id: str | None, source: str | None) -> None:
     """Serve a store to an MCP client over stdio (tools from the operation table; `pip install polymem[mcp]`).
 
     Any store URL: a SQLite file, postgresql://, or http:// for a running `polymem serve` (with --token)."""
@@ -383,7 +386,7 @@ def mcp_cmd(url: str | None, namespace: str, no_embedder: bool, token: str | Non
 
     async def serve() -> None:
         try:
-            await run_stdio(store, defaults=defaults)
+            await run_stdio(store, defaults=defaults, source=source)
         finally:
             await store.close()
 

@@ -69,6 +69,8 @@ class Caller:
     permissions: frozenset[str] = ALL_PERMISSIONS
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """Arguments filled in when a call leaves them out (`user_id`, `agent_id` of `polymem mcp --user/--agent`)."""
+    source: str | None = None
+    """The source of its writes (None: `mcp:<client name>`, from what the client said when it connected)."""
 
 
 def _allowed(op: type[Operation[Any]], permissions: frozenset[str]) -> bool:
@@ -196,7 +198,7 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
 
     async def on_call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         who, session = caller()
-        return await call_tool(who, _client_source(session), tool, arguments)
+        return await call_tool(who, who.source or _client_source(session), tool, arguments)
 
     async def list_templates() -> list[types.ResourceTemplate]:
         return RESOURCE_TEMPLATES
@@ -221,11 +223,12 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
     return server
 
 
-async def run_stdio(store: AsyncMemory, *, defaults: Mapping[str, Any] | None = None) -> None:
+async def run_stdio(store: AsyncMemory, *, defaults: Mapping[str, Any] | None = None,
+                    source: str | None = None) -> None:
     """Serve `store` over stdio until the client hangs up."""
     from mcp.server.stdio import stdio_server
 
-    who = Caller(store.execute, ALL_PERMISSIONS, dict(defaults or {}))
+    who = Caller(store.execute, ALL_PERMISSIONS, dict(defaults or {}), source)
     server = build_server(lambda _context: who)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

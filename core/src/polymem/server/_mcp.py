@@ -20,7 +20,9 @@ from starlette.requests import Request
 
 from .._errors import PolymemError
 from ..mcp_server import Caller, build_server
+from ._app import _error
 from ._auth import Grant
+from ._errors import ServiceUnavailableError
 from ._service import Context, Service
 
 CONTEXT_KEY = "polymem_context"
@@ -63,8 +65,6 @@ class McpEndpoint:
         self.manager = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from ._app import _error
-
         state = scope.setdefault("state", {})
         request = Request(scope)
         header = request.headers.get("authorization", "")
@@ -79,8 +79,6 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         if self.manager is None:
-            from ._errors import ServiceUnavailableError
-
             await _error(ServiceUnavailableError("the MCP endpoint is not running"), state.get("request_id"))(
                 scope, receive, send)
             return

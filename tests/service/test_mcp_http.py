@@ -3,6 +3,7 @@ per-token namespaces and grants, the write filter, the audit log, and `polymem m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -187,3 +188,37 @@ async def test_stdio_server_over_an_http_store(served: Served) -> None:
         assert refused.isError and "permission_denied" in text(refused)
         listed = await mcp.call_tool("list_memories", {})
         assert not listed.isError
+
+
+async def test_limits_and_revocation_apply_to_mcp(tmp_path: Path) -> None:
+    """In-process server with tight limits: /mcp sits behind the same middleware, and every request is
+    authenticated again (a token revoked during an MCP session stops working at once)."""
+    from polymem.server import Service, create_app
+
+    from .conftest import LoopbackServer
+
+    service = Service(f"sqlite:///{tmp_path / 'limits.db'}", embedder=None)
+    info, token = service.tokens.create_token("short-lived", "default", ["read", "write"])
+    server = LoopbackServer(create_app(service, max_body_bytes=4000, timeout=1.0)).start()
+    try:
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http, \
+                streamable_http_client(f"{server.url}/mcp", http_client=http) as (read, write, session_id), \
+                ClientSession(read, write) as mcp:
+            await mcp.initialize()
+            await asyncio.sleep(1.5)  # a session outlives the per-request timeout
+            ok = await mcp.call_tool("save_memory", {"content": "small", "user_id": "ann"})
+            assert not ok.isError
+            big = await http.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                              "params": {"name": "save_memory",
+                                                                         "arguments": {"content": "x" * 5000}}},
+                                  headers={"accept": "application/json, text/event-stream"})
+            assert big.status_code == 413 and big.json()["error"]["code"] == "payload_too_large"
+            service.tokens.revoke(info.token_id)
+            call = {"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                    "params": {"name": "recall_memories", "arguments": {"query": "small"}}}
+            refused = await http.post(f"{server.url}/mcp", json=call, headers={
+                "accept": "application/json, text/event-stream", "mcp-session-id": session_id() or ""})
+            assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthenticated"
+    finally:
+        server.stop()
+        service.close_sync()

@@ -431,8 +431,10 @@ class Operation(BaseModel, Generic[R]):
         if cls not in _ARGUMENTS:
             fields: dict[str, Any] = {k: (f.annotation, _optional_on_wire(f)) for k, f in cls.wire_fields().items()
                                       if k not in cls.mcp_omit}
+            # No docstring: the tool's description says what the call does (the docstring may name
+            # parameters left out here).
             _ARGUMENTS[cls] = create_model(f"{cls.__name__}Arguments", __config__=ConfigDict(extra="forbid"),
-                                           __doc__=cls.__doc__, **fields)
+                                           **fields)
         return _ARGUMENTS[cls]
 
     @classmethod

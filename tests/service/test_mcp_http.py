@@ -71,11 +71,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 @asynccontextmanager
-async def http_session(served: Served, token: str | None, *, namespace: str | None = None,
-                       name: str = "http-client") -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if namespace:
-        headers["x-polymem-namespace"] = namespace
+async def http_session(served: Served, token: str, *, name: str = "http-client") -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(headers=headers, timeout=30) as http, \
             streamable_http_client(f"{served.url}/mcp", http_client=http) as (read, write, _), \
             ClientSession(read, write, client_info=types.Implementation(name=name, version="1")) as session:
@@ -147,10 +144,12 @@ async def test_token_scoping_over_http(served: Served) -> None:
         assert "consolidate_memories" not in tools and "save_memory" in tools
         denied = await default.call_tool("consolidate_memories", {})
         assert denied.isError and "permission_denied" in text(denied)
-    # a namespace the token has no grant for
-    with pytest.raises(Exception):  # noqa: B017 - the SDK raises its transport's error for a 403
-        async with http_session(served, served.acme, namespace="default") as sneaky:
-            await sneaky.list_tools()
+    # a namespace the token has no grant for: refused before any MCP session exists
+    async with httpx.AsyncClient() as http:
+        sneaky = await http.post(f"{served.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={
+            "Authorization": f"Bearer {served.acme}", "x-polymem-namespace": "default",
+            "accept": "application/json, text/event-stream"})
+        assert sneaky.status_code == 403 and sneaky.json()["error"]["code"] == "permission_denied"
     async with http_session(served, served.reader) as reader:
         tools = {t.name for t in (await reader.list_tools()).tools}
         assert tools == {"recall_memories", "get_memory", "list_memories", "memory_history"}

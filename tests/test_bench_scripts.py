@@ -109,3 +109,12 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
     assert rows["numpy"]["exact_found"] == 1.0
     assert rows["polymem-sqlite"]["exact_found"] == 1.0  # its vector search is exact
     assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_mcp_bench_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    if importlib.util.find_spec("mcp") is None:
+        return  # the MCP server is an extra (polymem[mcp])
+    out = _run([str(BENCH / "bench_mcp.py"), "--size", "200", "--queries", "5", "--no-record"], tmp_path)
+    for path in ("direct call", "MCP stdio", "HTTP API", "MCP streamable HTTP"):
+        assert path in out, out
+    assert "stdio overhead" in out

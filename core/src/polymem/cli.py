@@ -355,6 +355,44 @@ def model_export(target: str | None) -> None:
     click.echo(f"exported to {path}; new processes now embed on onnxruntime")
 
 
+@main.command("mcp")
+@_url_option
+@_namespace_option
+@_embedder_option
+@click.option("--token", envvar="POLYMEM_TOKEN", default=None,
+              help="Bearer token for an http:// store (default: POLYMEM_TOKEN).")
+@click.option("--user", "user_id", default=None, help="The user the tools act for when a call names none.")
+@click.option("--agent", "agent_id", default=None, help="The agent id writes are tagged with when a call names none.")
+@click.option("--source", default=None,
+              help="The source of the tools' writes (default: mcp:<the client's name>; SDK clients that keep the "
+                   "default name show up as mcp:mcp).")
+def mcp_cmd(url: str | None, namespace: str, no_embedder: bool, token: str | None, user_id: str | None,
+            agent_id: str | None, source: str | None) -> None:
+    """Serve a store to an MCP client over stdio (tools from the operation table; `pip install polymem[mcp]`).
+
+    Any store URL: a SQLite file, postgresql://, or http:// for a running `polymem serve` (with --token)."""
+    import anyio
+
+    try:
+        from .mcp_server import run_stdio
+    except ImportError as exc:
+        raise click.ClickException(f"the MCP server needs the mcp package: pip install 'polymem[mcp]' ({exc})") \
+            from exc
+    from ._memory import open_async
+
+    store = open_async(url or default_url(), namespace=namespace, token=token,
+                       embedder=None if no_embedder else "auto")
+    defaults = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None}
+
+    async def serve() -> None:
+        try:
+            await run_stdio(store, defaults=defaults, source=source)
+        finally:
+            await store.close()
+
+    anyio.run(serve)
+
+
 def _add_service_commands() -> None:
     from .server.cli import audit, serve, source, token
 

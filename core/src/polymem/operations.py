@@ -354,6 +354,12 @@ class Operation(BaseModel, Generic[R]):
     """HTTP error statuses this operation can answer beyond the common ones (for the OpenAPI document)."""
     service_only: ClassVar[bool] = False
     """Needs the service's registries (tokens, blocked sources): not on an embedded store."""
+    mcp_tool: ClassVar[str | None] = None
+    """The operation's tool name in the MCP server (`polymem.mcp_server`); None: not offered as a tool."""
+    mcp_description: ClassVar[str | None] = None
+    """What a model reads to decide when to call the tool (None: the docstring)."""
+    mcp_omit: ClassVar[tuple[str, ...]] = ()
+    """Parameters the MCP tool leaves out: the MCP server fills them in, or a model has no use for them."""
 
     @classmethod
     def parameters(cls) -> dict[str, FieldInfo]:
@@ -419,6 +425,19 @@ class Operation(BaseModel, Generic[R]):
         return _BODIES[cls]
 
     @classmethod
+    def arguments_model(cls) -> type[BaseModel]:
+        """Every parameter that travels, path ones included, as one JSON object, less `mcp_omit`:
+        the input of the operation's MCP tool (the same fields, docs and checks as the HTTP body)."""
+        if cls not in _ARGUMENTS:
+            fields: dict[str, Any] = {k: (f.annotation, _optional_on_wire(f)) for k, f in cls.wire_fields().items()
+                                      if k not in cls.mcp_omit}
+            # No docstring: the tool's description says what the call does (the docstring may name
+            # parameters left out here).
+            _ARGUMENTS[cls] = create_model(f"{cls.__name__}Arguments", __config__=ConfigDict(extra="forbid"),
+                                           **fields)
+        return _ARGUMENTS[cls]
+
+    @classmethod
     def signature(cls) -> inspect.Signature:
         """The Python method's signature (for `help()` and the drift test)."""
         params = []
@@ -449,6 +468,7 @@ def _shape(cls: type[Operation[Any]]) -> _Shape:
                   frozenset(k for k, f in fields.items() if f.is_required()),
                   {k: f.get_default(call_default_factory=True) for k, f in fields.items() if not f.is_required()})
 _BODIES: dict[type[Operation[Any]], type[BaseModel] | None] = {}
+_ARGUMENTS: dict[type[Operation[Any]], type[BaseModel]] = {}
 
 
 def _optional_on_wire(info: FieldInfo) -> FieldInfo:
@@ -506,6 +526,14 @@ class Save(Operation[MemoryRecord]):
 
     name = "save"
     route = "POST /v1/memory/save"
+    mcp_tool = "save_memory"
+    mcp_description = (
+        "Save one durable fact, preference, event or task to long-term memory, so that later conversations "
+        "(in this tool or any other agent sharing the memory) can recall it. Call it when the user states "
+        "something worth keeping beyond this conversation, or asks you to remember something. Write one "
+        "self-contained statement in plain language (\"Ann prefers window seats\"), name the person in "
+        "`user_id`, and pick a `category`. Saving the same statement again returns the stored memory.")
+    mcp_omit = ("source", "vector")  # the MCP server names the client as the source
     codec = RECORD
     # Retrying is safe with or without a key: a keyless save of the same content in the same scope
     # returns the memory already stored.
@@ -552,6 +580,13 @@ class Recall(Operation[RecallResult]):
 
     name = "recall"
     route = "POST /v1/memory/recall"
+    mcp_tool = "recall_memories"
+    mcp_description = (
+        "Search long-term memory for what is relevant to a question or task, best first. Call it before "
+        "answering anything that may depend on the user's preferences, history, projects or earlier decisions, "
+        "and at the start of a task. Phrase `query` in natural language; give `user_id` to search one person's "
+        "memories. Each hit has a `memory_id` for get_memory, update_memory or delete_memory.")
+    mcp_omit = ("query_vector",)
     codec = RECALL
     statuses = (409,)
     idempotent = True
@@ -599,6 +634,8 @@ class Get(Operation[MemoryRecord | None]):
 
     name = "get"
     route = "GET /v1/memories/{memory_id}"
+    mcp_tool = "get_memory"
+    mcp_description = "Fetch one memory by its id (from recall_memories or list_memories): its current version."
     codec = RECORD
     idempotent = True
     missing_is_none = True
@@ -670,6 +707,11 @@ class ListMemories(Operation[list[MemoryRecord]]):
 
     name = "list"
     route = "POST /v1/memory/list"
+    mcp_tool = "list_memories"
+    mcp_description = (
+        "List stored memories by exact scope (user, agent, category, metadata filter), newest first, without "
+        "any search. Use it to browse or review what is remembered; to find what is relevant to a question, "
+        "use recall_memories.")
     codec = MEMORIES
     idempotent = True
 
@@ -688,6 +730,11 @@ class Update(Operation[MemoryRecord]):
 
     name = "update"
     route = "POST /v1/memory/update"
+    mcp_tool = "update_memory"
+    mcp_description = (
+        "Correct or refine a memory already stored: writes a new version, the old one stays in its history. "
+        "Use it when the user corrects or updates something remembered, instead of saving a second, "
+        "contradicting memory. Give `memory_id` and only the fields that change.")
     codec = RECORD
     statuses = (404, 409)
     permission = "write"
@@ -723,6 +770,10 @@ class Delete(Operation[bool]):
 
     name = "delete"
     route = "POST /v1/memory/delete"
+    mcp_tool = "delete_memory"
+    mcp_description = (
+        "Delete a memory and all its versions for good. Use it only when the user asks you to forget something; "
+        "to correct a memory, use update_memory. Answers whether there was such a memory.")
     codec = DELETED
     idempotent = True
     permission = "write"
@@ -735,6 +786,8 @@ class History(Operation[list[MemoryRecord]]):
 
     name = "history"
     route = "GET /v1/memories/{memory_id}/history"
+    mcp_tool = "memory_history"
+    mcp_description = "Every version of one memory, oldest first: what it said before and when it changed."
     codec = VERSIONS
     idempotent = True
 
@@ -760,6 +813,10 @@ class Consolidate(Operation[ConsolidationReport]):
 
     name = "consolidate"
     route = "POST /v1/memory/consolidate"
+    mcp_tool = "consolidate_memories"
+    mcp_description = (
+        "Maintenance of the whole memory (admin only): expire what is due, archive faded memories, merge "
+        "near-duplicates and supersede contradicted ones. Call it only when asked to tidy up memory.")
     codec = CONSOLIDATION
     permission = "admin"
 

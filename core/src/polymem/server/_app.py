@@ -248,8 +248,10 @@ class Limits:
             declared = headers.get(b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
                 await fail(PayloadTooLargeError(f"the body exceeds {limit} bytes"))
-            elif self.service.closing and path.startswith("/v1/"):
+            elif self.service.closing and (path.startswith("/v1/") or path == "/mcp"):
                 await fail(ServiceUnavailableError("the service is shutting down"))
+            elif path == "/mcp" and scope["method"] == "GET":  # an MCP session's event stream stays open
+                await self.app(scope, receive_wrapper, send_wrapper)
             else:
                 timeout = self.long_timeout if path in LONG_PATHS else self.timeout
                 await asyncio.wait_for(self.app(scope, receive_wrapper, send_wrapper), timeout)
@@ -266,14 +268,17 @@ class Limits:
 
 # -- the app ----------------------------------------------------------------------------------
 def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_bytes: int = 256 << 20,
-               timeout: float = 30.0, long_timeout: float = 600.0) -> FastAPI:
-    """The FastAPI app of the polymem service over `service`."""
+               timeout: float = 30.0, long_timeout: float = 600.0, mcp: bool = True) -> FastAPI:
+    """The FastAPI app of the polymem service over `service` (with MCP at `/mcp` if `mcp` is installed)."""
     metrics = Metrics()
+
+    mcp_endpoint = _mcp_endpoint(service) if mcp else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.closing = False  # a server (re)starting on this service reopens its stores lazily
-        yield
+        async with mcp_endpoint.running() if mcp_endpoint is not None else _nothing():
+            yield
         await service.aclose()
 
     app = FastAPI(title="polymem", version=__version__, lifespan=lifespan,
@@ -348,4 +353,20 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
         model, vectors = await service.embed(ctx, body.texts)
         return _json({"model_id": model, "vectors": vectors})
 
+    if mcp_endpoint is not None:  # MCP over streamable HTTP: the same tools as `polymem mcp`, per token
+        app.add_route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     return app
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
+
+
+def _mcp_endpoint(service: Service) -> Any:
+    """The `/mcp` endpoint, or None when the `mcp` package is not installed."""
+    try:
+        from ._mcp import McpEndpoint
+    except ImportError:
+        return None
+    return McpEndpoint(service)

@@ -1,0 +1,208 @@
+"""Recall through MCP (stdio and streamable HTTP) against the direct Python call, on one store.
+
+Fills a SQLite file with N memories (lexical mode: the query embedding would cost
+every path the same) and copies it for each process (this one, the stdio server,
+`polymem serve`), so that no path waits on another's bookkeeping writes; then times `recall` top_k=10 scoped to one user:
+
+- the direct call, `polymem.open(file).recall(...)` in this process;
+- MCP over stdio: the SDK's client against `polymem mcp --url <file>` in a subprocess;
+- the HTTP API: `polymem.open("http://…", token=…)` against `polymem serve` on loopback;
+- MCP over streamable HTTP: the SDK's client against `/mcp` of the same server;
+- and an MCP ping over the stdio session: the floor of any call crossing to the other process.
+
+Each query goes through the four paths in turn (the machine's busy moments hit
+them alike); every client's time per call is its own wall clock. Prints a table (p50/p99 and the p50 overhead over the direct call; target: stdio
+≤ 2 ms) and appends it to bench/RESULTS.md unless --no-record.
+
+    python bench/bench_mcp.py                     # 10,000 memories, 300 queries
+    python bench/bench_mcp.py --size 500 --queries 20 --no-record   # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+import polymem
+from polymem.server._auth import AuthStore, Database
+
+WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar running "
+         "swimming budget travel flight hotel doctor dentist birthday project deadline kyoto chocolate wine").split()
+
+
+def sentence(rng: random.Random, i: int) -> str:
+    return f"Note {i}: the user mentioned " + " ".join(rng.choice(WORDS) for _ in range(8))
+
+
+def queries(n: int, rng: random.Random) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(n)]
+
+
+def ms(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q)) * 1000
+
+
+def fill(path: Path, size: int, users: int, rng: random.Random) -> None:
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        for start in range(0, size, 1000):
+            batch = [sentence(rng, i) for i in range(start, min(size, start + 1000))]
+            for u in range(users):
+                mine = [polymem.MemoryDraft(content=t) for j, t in enumerate(batch) if j % users == u]
+                if mine:
+                    mem.save_many(mine, user_id=f"u{u}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+
+def mcp_recall(session: ClientSession, top_k: int) -> Callable[[str], Awaitable[Any]]:
+    async def call(q: str) -> Any:
+        result = await session.call_tool("recall_memories", {"query": q, "user_id": "u0", "top_k": top_k})
+        if result.isError or result.structuredContent is None:
+            raise RuntimeError(f"recall_memories failed: {result.content}")
+        return result.structuredContent
+
+    return call
+
+
+def blocking(call: Callable[[str], Any]) -> Callable[[str], Awaitable[Any]]:
+    async def run(q: str) -> Any:
+        return call(q)  # timed as it is: a plain Python call, the loop waits
+
+    return run
+
+
+async def measure(paths: dict[str, Callable[[str], Awaitable[Any]]], qs: list[str],
+                  warmup: int) -> dict[str, list[float]]:
+    """Each query through every path in turn, so that a busy moment of the machine hits them all alike."""
+    out: dict[str, list[float]] = {name: [] for name in paths}
+    for i, q in enumerate([*qs[:warmup], *qs]):
+        for name, call in paths.items():
+            t0 = time.perf_counter()
+            await call(q)
+            if i >= warmup:
+                out[name].append(time.perf_counter() - t0)
+    return out
+
+
+async def run_all(url: str, stdio_url: str, base: str, token: str, qs: list[str], warmup: int,
+                  top_k: int) -> dict[str, list[float]]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", "--url", stdio_url,
+                                                                 "--no-embedder"], env=child_env())
+    with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
+        async with stdio_client(params) as (sread, swrite), ClientSession(sread, swrite) as stdio, \
+                httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http, \
+                streamable_http_client(f"{base}/mcp", http_client=http) as (hread, hwrite, _), \
+                ClientSession(hread, hwrite) as over_http:
+            await stdio.initialize()
+            await over_http.initialize()
+
+            async def ping(q: str) -> Any:
+                return await stdio.send_ping()
+
+            return await measure({
+                DIRECT: blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)),
+                STDIO: mcp_recall(stdio, top_k),
+                "HTTP API (polymem serve, loopback)": blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)),
+                "MCP streamable HTTP (/mcp of polymem serve)": mcp_recall(over_http, top_k),
+                PING: ping,
+            }, qs, warmup)
+
+
+DIRECT = "direct call, polymem.open(file).recall"
+STDIO = "MCP stdio (polymem mcp, SDK client)"
+PING = "MCP stdio ping, no recall (the round trip between the processes)"
+
+
+def serve(path: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    _, token = AuthStore(Database(f"{path}.auth.db")).create_token("bench", "default", ["read", "write"])
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "polymem.server", "serve", "--url", f"sqlite:///{path}", "--port",
+                             str(port), "--no-embedder"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=child_env())
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return proc, base, token
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("polymem serve did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--users", type=int, default=1)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    args = parser.parse_args()
+    rng = random.Random(11)
+    qs = queries(args.queries, rng)
+    warmup = min(20, args.queries)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        url = f"sqlite:///{path}"
+        t0 = time.perf_counter()
+        fill(path, args.size, args.users, rng)
+        print(f"filled {args.size:,} memories in {time.perf_counter() - t0:.1f} s", flush=True)
+        for copy in ("stdio", "served"):  # one file per process: no path waits on another's bookkeeping writes
+            shutil.copy(path, path.with_name(f"{copy}.db"))
+        proc, base, token = serve(path.with_name("served.db"))
+        try:
+            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", base, token, qs, warmup,
+                                            args.top_k)).items())
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    direct = ms(rows[0][1], 50)
+    header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms |\n"
+              "|---|---:|---:|---:|")
+    lines = [f"| {name} | {ms(lat, 50):.2f} | {ms(lat, 99):.2f} | "
+             f"{'–' if name == PING else format(ms(lat, 50) - direct, '+.2f')} |" for name, lat in rows]
+    table = "\n".join([header, *lines])
+    print(table)
+    stdio_overhead = ms(rows[1][1], 50) - direct
+    verdict = f"stdio overhead {stdio_overhead:.2f} ms p50: target ≤ 2 ms {'met' if stdio_overhead <= 2 else 'NOT met'}"
+    print(verdict)
+    if not args.no_record:
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
+            out.write(f"\n## MCP (bench/bench_mcp.py) — {stamp}\n\nMachine: {machine}. {args.size:,} memories "
+                      f"({args.users} user(s)), lexical mode, {args.queries} recalls per row, top_k={args.top_k}, "
+                      f"scoped to one user; the client's time per call. polymem {polymem.__version__}.\n\n"
+                      f"{table}\n\n{verdict}.\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""polymem as an MCP server: the tools come from the operation table.
+
+Every operation that declares an `mcp_tool` name in `polymem.operations` becomes
+one tool: its input schema is the operation's JSON arguments (the same fields,
+docs and checks as the HTTP body), its structured result is the operation's
+codec encoding (the same JSON as the HTTP answer, with the codec's schema as
+the tool's output schema), and a bad argument or a refused call is a tool
+error with the error's code and message, never a crashed server.
+
+Two transports share this server:
+
+- stdio, `polymem mcp --url <store>`: any store URL; the calls run through
+  `store.execute(op)` (over HTTP to `polymem serve` for an `http://` URL, where
+  the service's grants, write filter and audit apply);
+- streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
+  every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
+
+Writes name the MCP client as their `source` (`mcp:<client name>`), so an admin
+can quarantine one misbehaving client with `polymem source block mcp:<name>`.
+Resources: `polymem://memories/{memory_id}` (one memory) and
+`polymem://users/{user_id}/recent` (a user's most recent memories).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl, ValidationError
+
+from . import __version__
+from . import operations as ops
+from ._errors import PolymemError
+from ._memory import AsyncMemory
+from .operations import OPERATIONS, Operation
+
+__all__ = ["TOOLS", "Caller", "build_server", "run_stdio", "tool_definitions"]
+
+Runner = Callable[[Operation[Any]], Awaitable[Any]]
+ALL_PERMISSIONS = frozenset({"read", "write", "admin"})
+
+TOOLS: dict[str, type[Operation[Any]]] = {op.mcp_tool: op for op in OPERATIONS if op.mcp_tool}
+"""Tool name → operation, in the order of the table."""
+
+RECENT = 20
+"""How many memories the `recent` resource shows."""
+
+INSTRUCTIONS = (
+    "polymem is a long-term memory shared by every agent and tool connected to it. Recall before answering "
+    "anything that may depend on what the user said or decided before; save durable facts and preferences "
+    "as short self-contained statements; update a memory rather than saving a contradicting one.")
+
+_DESTRUCTIVE = {ops.Update, ops.Delete, ops.Consolidate}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, as far as the tools are concerned: how their operations run and what they may do."""
+
+    run: Runner
+    permissions: frozenset[str] = ALL_PERMISSIONS
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Arguments filled in when a call leaves them out (`user_id`, `agent_id` of `polymem mcp --user/--agent`)."""
+    source: str | None = None
+    """The source of its writes (None: `mcp:<client name>`, from what the client said when it connected)."""
+
+
+def _allowed(op: type[Operation[Any]], permissions: frozenset[str]) -> bool:
+    return op.permission in permissions
+
+
+def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_schemas: bool = False) -> list[types.Tool]:
+    """The MCP tools a caller with these permissions may call, made from the operation table.
+
+    `output_schemas` declares each result's JSON schema (the codec's) on its tool. Off by default:
+    the SDKs then check every result against it with jsonschema, on both sides of every call
+    (tens of milliseconds for a recall's ten hits, ten times the recall itself); the same schemas
+    are in the service's OpenAPI document."""
+    tools = []
+    for name, op in TOOLS.items():
+        if not _allowed(op, permissions):
+            continue
+        tools.append(types.Tool(
+            name=name,
+            title=(op.__doc__ or name).strip().splitlines()[0],
+            description=op.mcp_description or (op.__doc__ or name).strip(),
+            inputSchema=op.arguments_model().model_json_schema(),
+            outputSchema=op.codec.schema.model_json_schema() if output_schemas else None,
+            annotations=types.ToolAnnotations(
+                readOnlyHint=op.permission == "read", destructiveHint=op in _DESTRUCTIVE,
+                idempotentHint=op.idempotent, openWorldHint=False)))
+    return tools
+
+
+def _client_source(session: Any) -> str:
+    """`mcp:<client name>`, from what the client said when it connected."""
+    params = getattr(session, "client_params", None)
+    name = params.clientInfo.name if params is not None else "unknown"
+    return "mcp:" + (re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-")[:64] or "unknown")
+
+
+def _invalid(name: str, exc: ValidationError) -> str:
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5]]
+    return f"invalid_input: invalid arguments for {name}: " + "; ".join(parts)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], isError=True)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+async def call_tool(caller: Caller, source: str, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    """Run one tool call: validate, build the operation, run it for the caller, encode the result."""
+    op_cls = TOOLS.get(name)
+    if op_cls is None:
+        return _error(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+    if not _allowed(op_cls, caller.permissions):
+        return _error(f"permission_denied: {name} needs the {op_cls.permission!r} permission")
+    given = dict(arguments)
+    for key, value in caller.defaults.items():
+        if key in op_cls.arguments_model().model_fields and given.get(key) is None:
+            given[key] = value
+    try:
+        values = dict(op_cls.arguments_model().model_validate(given))
+    except ValidationError as exc:
+        return _error(_invalid(name, exc))
+    if "source" in op_cls.mcp_omit:
+        values["source"] = source
+    try:
+        result = await caller.run(op_cls.model_construct(**values))
+    except PolymemError as exc:
+        return _error(f"{exc.code}: {exc}")
+    if result is None and op_cls.missing_is_none:
+        return _error(f"not_found: no memory {values.get('memory_id')!r}")
+    data = op_cls.codec.encode(result)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_dumps(data))],
+                                structuredContent=data, isError=False)
+
+
+_MEMORY_URI = re.compile(r"^polymem://memories/(?P<memory_id>[^/]+)$")
+_RECENT_URI = re.compile(r"^polymem://users/(?P<user_id>[^/]+)/recent$")
+
+
+def _resource_error(message: str) -> McpError:
+    return McpError(types.ErrorData(code=types.INVALID_PARAMS, message=message))
+
+
+async def read_resource(caller: Caller, uri: str) -> list[ReadResourceContents]:
+    """One memory, or a user's most recent memories, as JSON (through the same operations as the tools)."""
+    try:
+        if (found := _MEMORY_URI.match(uri)) is not None:
+            record = await caller.run(ops.Get.bind(unquote(found["memory_id"])))
+            if record is None:
+                raise _resource_error(f"not_found: no memory {unquote(found['memory_id'])!r}")
+            data = ops.Get.codec.encode(record)
+        elif (found := _RECENT_URI.match(uri)) is not None:
+            records = await caller.run(ops.ListMemories.bind(user_id=unquote(found["user_id"]), limit=RECENT))
+            data = ops.ListMemories.codec.encode(records)
+        else:
+            raise _resource_error(f"unknown resource {uri!r}; see resources/templates/list")
+    except PolymemError as exc:
+        raise _resource_error(f"{exc.code}: {exc}") from exc
+    return [ReadResourceContents(_dumps(data), "application/json")]
+
+
+RESOURCE_TEMPLATES = [
+    types.ResourceTemplate(uriTemplate="polymem://memories/{memory_id}", name="memory", title="One memory",
+                           description="One memory's current version, as JSON.", mimeType="application/json"),
+    types.ResourceTemplate(uriTemplate="polymem://users/{user_id}/recent", name="recent_memories",
+                           title="A user's recent memories",
+                           description=f"The {RECENT} most recent active memories of a user, newest first, as JSON.",
+                           mimeType="application/json"),
+]
+
+
+def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
+                 output_schemas: bool = False) -> Server[Any, Any]:
+    """The MCP server; `resolve(request_context)` says who calls (a constant for stdio, the token for HTTP)."""
+    server: Server[Any, Any] = Server(name, version=__version__, instructions=INSTRUCTIONS)
+
+    def caller() -> tuple[Caller, Any]:
+        context = server.request_context
+        return resolve(context), context.session
+
+    async def list_tools() -> list[types.Tool]:
+        return tool_definitions(caller()[0].permissions, output_schemas=output_schemas)
+
+    async def on_call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        who, session = caller()
+        return await call_tool(who, who.source or _client_source(session), tool, arguments)
+
+    async def list_templates() -> list[types.ResourceTemplate]:
+        return RESOURCE_TEMPLATES
+
+    async def list_resources() -> list[types.Resource]:
+        user = caller()[0].defaults.get("user_id")
+        if user is None:
+            return []
+        return [types.Resource(uri=AnyUrl(f"polymem://users/{user}/recent"), name="recent_memories",
+                               title=f"{user}'s recent memories", mimeType="application/json")]
+
+    async def on_read(uri: Any) -> Iterable[ReadResourceContents]:
+        return await read_resource(caller()[0], str(uri))
+
+    # The SDK's registration decorators are untyped: registered through an Any-typed view of the server.
+    register: Any = server
+    register.list_tools()(list_tools)
+    register.call_tool(validate_input=False)(on_call)  # the operation's own model validates (clearer messages)
+    register.list_resource_templates()(list_templates)
+    register.list_resources()(list_resources)
+    register.read_resource()(on_read)
+    return server
+
+
+async def run_stdio(store: AsyncMemory, *, defaults: Mapping[str, Any] | None = None,
+                    source: str | None = None) -> None:
+    """Serve `store` over stdio until the client hangs up."""
+    from mcp.server.stdio import stdio_server
+
+    who = Caller(store.execute, ALL_PERMISSIONS, dict(defaults or {}), source)
+    server = build_server(lambda _context: who)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())

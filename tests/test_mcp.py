@@ -1,0 +1,148 @@
+"""The MCP server over stdio: the SDK's own client against `polymem mcp` in a real subprocess.
+
+One subprocess per test (each start costs a Python start-up), every tool and resource in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.exceptions import McpError  # noqa: E402
+from pydantic import AnyUrl  # noqa: E402
+
+import polymem  # noqa: E402
+from polymem import operations as ops  # noqa: E402
+from polymem.mcp_server import TOOLS, tool_definitions  # noqa: E402
+
+
+@asynccontextmanager
+async def stdio_session(*args: str, name: str = "pytest-client") -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", *args],
+                                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    async with stdio_client(params) as (read, write), \
+            ClientSession(read, write, client_info=types.Implementation(name=name, version="1")) as session:
+        await session.initialize()
+        yield session
+
+
+def text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def resource_text(result: types.ReadResourceResult) -> str:
+    block = result.contents[0]
+    assert isinstance(block, types.TextResourceContents)
+    return block.text
+
+
+def test_tools_come_from_the_table() -> None:
+    tools = {t.name: t for t in tool_definitions(output_schemas=True)}
+    assert list(tools) == [op.mcp_tool for op in ops.OPERATIONS if op.mcp_tool]
+    assert set(tools) >= {"save_memory", "recall_memories", "get_memory", "update_memory", "delete_memory",
+                          "memory_history", "consolidate_memories"}
+    for name, tool in tools.items():
+        op = TOOLS[name]
+        schema = op.arguments_model().model_json_schema()
+        assert tool.inputSchema == schema
+        assert set(schema["properties"]) == set(op.wire_fields()) - set(op.mcp_omit)
+        assert tool.outputSchema == op.codec.schema.model_json_schema()
+        assert tool.annotations is not None and tool.annotations.readOnlyHint == (op.permission == "read")
+    assert all(t.outputSchema is None for t in tool_definitions())  # by default (see tool_definitions)
+    assert "source" not in tools["save_memory"].inputSchema["properties"]  # the server names the client
+    assert tools["recall_memories"].inputSchema["properties"]["top_k"]["maximum"] == 1000
+    assert [t.name for t in tool_definitions(frozenset({"read"}))] == [
+        "recall_memories", "get_memory", "list_memories", "memory_history"]
+
+
+async def test_stdio_every_tool_and_resource(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    async with stdio_session("--url", url, "--no-embedder", name="Claude Desktop") as mcp:
+        listed = await mcp.list_tools()
+        assert {t.name for t in listed.tools} == set(TOOLS)
+
+        saved = await mcp.call_tool("save_memory", {"content": "Ann prefers window seats", "user_id": "ann",
+                                                    "category": "preference", "entities": ["Ann"]})
+        assert not saved.isError
+        rec = saved.structuredContent
+        assert rec is not None and rec["source"] == "mcp:claude-desktop" and rec["category"] == "preference"
+        assert json.loads(text(saved)) == rec
+        mid = rec["memory_id"]
+
+        recalled = await mcp.call_tool("recall_memories", {"query": "window seat", "user_id": "ann"})
+        assert recalled.structuredContent is not None
+        assert [m["memory_id"] for m in recalled.structuredContent["memories"]] == [mid]
+        assert recalled.structuredContent["withheld"]["count"] == 0
+
+        got = await mcp.call_tool("get_memory", {"memory_id": mid})
+        assert got.structuredContent is not None and got.structuredContent["content"] == "Ann prefers window seats"
+        updated = await mcp.call_tool("update_memory", {"memory_id": mid, "content": "Ann prefers aisle seats",
+                                                        "expected_version": 1})
+        assert updated.structuredContent is not None and updated.structuredContent["version"] == 2
+        history = await mcp.call_tool("memory_history", {"memory_id": mid})
+        assert history.structuredContent is not None
+        assert [v["content"] for v in history.structuredContent["versions"]] == [
+            "Ann prefers window seats", "Ann prefers aisle seats"]
+        listed_mems = await mcp.call_tool("list_memories", {"user_id": "ann"})
+        assert listed_mems.structuredContent is not None and len(listed_mems.structuredContent["memories"]) == 1
+        report = await mcp.call_tool("consolidate_memories", {})
+        assert not report.isError and report.structuredContent is not None and "merged" in report.structuredContent
+
+        # resources: one memory, a user's recent memories
+        templates = await mcp.list_resource_templates()
+        assert {t.uriTemplate for t in templates.resourceTemplates} == {
+            "polymem://memories/{memory_id}", "polymem://users/{user_id}/recent"}
+        one = await mcp.read_resource(AnyUrl(f"polymem://memories/{mid}"))
+        assert json.loads(resource_text(one))["version"] == 2
+        recent = await mcp.read_resource(AnyUrl("polymem://users/ann/recent"))
+        assert [m["memory_id"] for m in json.loads(resource_text(recent))["memories"]] == [mid]
+        with pytest.raises(McpError, match="not_found"):
+            await mcp.read_resource(AnyUrl("polymem://memories/nope"))
+
+        # errors are tool errors with a clear message; the server keeps serving
+        bad = await mcp.call_tool("recall_memories", {"query": "x", "top_k": 0})
+        assert bad.isError and "top_k" in text(bad) and "invalid_input" in text(bad)
+        extra = await mcp.call_tool("save_memory", {"content": "x", "source": "user_input"})
+        assert extra.isError and "source" in text(extra)
+        wrong_type = await mcp.call_tool("save_memory", {"content": 3})
+        assert wrong_type.isError and "content" in text(wrong_type)
+        blank = await mcp.call_tool("save_memory", {"content": "   ", "user_id": "ann"})
+        assert blank.isError and "empty_content" in text(blank)
+        naive = await mcp.call_tool("save_memory", {"content": "y", "expire_at": "2030-01-01T00:00:00"})
+        assert naive.isError and "naive_datetime" in text(naive)
+        missing = await mcp.call_tool("get_memory", {"memory_id": "nope"})
+        assert missing.isError and "not_found" in text(missing)
+        conflict = await mcp.call_tool("update_memory", {"memory_id": mid, "content": "z", "expected_version": 1})
+        assert conflict.isError and "version_conflict" in text(conflict)
+        unknown = await mcp.call_tool("drop_database", {})
+        assert unknown.isError and "unknown tool" in text(unknown)
+
+        deleted = await mcp.call_tool("delete_memory", {"memory_id": mid})
+        assert deleted.structuredContent == {"deleted": True}
+        again = await mcp.call_tool("delete_memory", {"memory_id": mid})
+        assert again.structuredContent == {"deleted": False}
+
+    with polymem.open(url, embedder=None) as mem:  # the store the MCP client wrote is the one Python sees
+        assert mem.get(mid) is None
+
+
+async def test_stdio_default_user_and_listed_resource(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    async with stdio_session("--url", url, "--no-embedder", "--user", "bob", "--agent", "desk") as mcp:
+        saved = await mcp.call_tool("save_memory", {"content": "Bob drinks tea"})
+        assert saved.structuredContent is not None
+        assert (saved.structuredContent["user_id"], saved.structuredContent["agent_id"]) == ("bob", "desk")
+        resources = await mcp.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["polymem://users/bob/recent"]

@@ -391,8 +391,6 @@ def resolve_embedder(embedder: Any) -> Embedder | None:
 def as_matrix(vectors: Sequence[Sequence[float]], dimension: int | None) -> np.ndarray:
     """Vectors as a normalised float32 matrix; a wrong dimension, a ragged list, text or a
     NaN/infinity raises a typed error."""
-    from ._errors import InvalidInput
-
     try:
         matrix = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:  # ragged rows, strings, None inside
@@ -400,9 +398,9 @@ def as_matrix(vectors: Sequence[Sequence[float]], dimension: int | None) -> np.n
     if matrix.ndim != 2 or (dimension is not None and matrix.shape[1] != dimension):
         got = matrix.shape[-1] if matrix.ndim >= 1 and matrix.size else 0
         raise _dimension_error(got, dimension)
-    if not np.isfinite(matrix).all():
-        raise InvalidInput("a vector holds NaN or an infinity")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if not np.isfinite(norms).all():  # a NaN or an infinity anywhere in a row makes its norm one too
+        raise InvalidInput("a vector holds NaN or an infinity")
     normalised: np.ndarray = matrix / np.clip(norms, 1e-12, None)
     return normalised
 

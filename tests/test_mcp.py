@@ -13,17 +13,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl
 
-pytest.importorskip("mcp")
-
-from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.shared.exceptions import McpError  # noqa: E402
-from pydantic import AnyUrl  # noqa: E402
-
-import polymem  # noqa: E402
-from polymem import operations as ops  # noqa: E402
-from polymem.mcp_server import TOOLS, tool_definitions  # noqa: E402
+import polymem
+from polymem import operations as ops
+from polymem.mcp_server import TOOLS, tool_definitions
 
 
 @asynccontextmanager

@@ -10,11 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytest.importorskip("mcp")
-
-import polymem  # noqa: E402
+import polymem
 
 
 def server_args(url: str, source: str) -> list[str]:
@@ -26,7 +22,6 @@ def child_env() -> dict[str, str]:
 
 
 async def langgraph_saves(url: str) -> list[Any]:
-    pytest.importorskip("langchain_mcp_adapters")
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
@@ -75,7 +70,6 @@ async def autogen_recalls_and_saves(url: str) -> list[Any]:
 
 
 async def llamaindex_reads(url: str) -> list[str]:
-    pytest.importorskip("polymem_llamaindex")
     from llama_index.core.agent.workflow import FunctionAgent
     from llama_index.core.llms import ChatMessage
     from llama_index.core.llms.mock import MockFunctionCallingLLM

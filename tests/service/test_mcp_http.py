@@ -15,20 +15,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl
 
-pytest.importorskip("mcp")
+from polymem.mcp_server import TOOLS
+from polymem.server._audit import AuditLog
+from polymem.server._auth import AuthStore, Database
 
-from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared.exceptions import McpError  # noqa: E402
-from pydantic import AnyUrl  # noqa: E402
-
-from polymem.mcp_server import TOOLS  # noqa: E402
-from polymem.server._audit import AuditLog  # noqa: E402
-from polymem.server._auth import AuthStore, Database  # noqa: E402
-
-from .conftest import free_port  # noqa: E402
+from .conftest import free_port
 
 
 class Served:

@@ -402,7 +402,11 @@ class Engine:
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                 tuple(query_terms(query)), now, max(CANDIDATES, top_k))
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=vector is not None)
+        # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
+        # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
+        # store or a framework's list memory promises.
+        admit_all = min_relevance is not None
+        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:top_k]
@@ -412,6 +416,8 @@ class Engine:
             hits = [h if not isinstance(h.memory, Candidate) else
                     RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score)
                     for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
+        if admit_all and len(hits) < top_k and min_relevance == 0:
+            hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         if self.scoring.reinforce and hits:
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
@@ -443,11 +449,25 @@ class Engine:
         found = yield _backend("vectors", self.namespace, list(memory_ids), self.embedder.model_id)
         return {k: [float(x) for x in v] for k, v in found.items()}
 
-    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool) -> builtins.list[RecallHit]:
-        """Admit relevant candidates, blend relevance with the live score, order by score."""
+    def _unmatched(self, hits: Sequence[RecallHit], top_k: int, now: datetime, user_id: str | None,
+                   agent_id: str | None, category: str | None, filter: dict[str, Any] | None) -> Plan:
+        """Memories in scope that the search did not find (no vector, no text match), newest
+        first, as hits of relevance 0 to fill a recall up to `top_k`."""
+        found = {h.memory.memory_id for h in hits}
+        scope = {**(filter or {}), "expire_at": {"$gt": now}}
+        page = yield ListRecords(self.namespace, user_id, agent_id, category, scope, "active", top_k + len(found), 0)
+        policy = self.scoring
+        return [RecallHit(r, policy.blend(0.0, live), 0.0, None, None, live)
+                for r in page if r.memory_id not in found
+                for live in (policy.live_score(r, now),)][:top_k - len(hits)]
+
+    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool,
+             admit_all: bool = False) -> builtins.list[RecallHit]:
+        """Admit relevant candidates (all of them with `admit_all`), blend relevance with the
+        live score, order by score."""
         policy = self.scoring
         relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
-                                       vector_mode=vector_mode)
+                                       vector_mode=vector_mode, admit_all=admit_all)
         hits = []
         for i, relevance in relevances.items():
             c = candidates[i]

@@ -86,21 +86,22 @@ class ScoringPolicy:
         return relevance * ((1.0 - self.live_weight) + self.live_weight * live)
 
     def relevances(self, candidates: Iterable[tuple[K, float | None, float | None]], *,
-                   vector_mode: bool) -> dict[K, float]:
+                   vector_mode: bool, admit_all: bool = False) -> dict[K, float]:
         """The relevance of each admitted candidate, given as (key, cosine, text rank).
 
         With a vector search, a candidate is admitted by its text match, or by a cosine of at
         least `min_similarity`, lowered for a broad query ("what do you know about me?"), which
         is far from everything, to what is nearly as close as the best match, but never to what
-        is plainly unrelated. Without one, only text matches are."""
+        is plainly unrelated. Without one, only text matches are. `admit_all` admits every
+        candidate (the caller judges relevance itself, or wants k results whatever they are)."""
         candidates = list(candidates)
         best = max((sim for _, sim, _ in candidates if sim is not None), default=0.0)
         admit = min(self.min_similarity, max(self.relative_floor, best - self.relative_margin))
         out: dict[K, float] = {}
         for key, sim, text in candidates:
             if not vector_mode:
-                if text is not None:
-                    out[key] = text
-            elif (sim is not None and sim >= admit) or text is not None:
+                if text is not None or admit_all:
+                    out[key] = text or 0.0
+            elif admit_all or (sim is not None and sim >= admit) or text is not None:
                 out[key] = self.vector_weight * max(0.0, sim or 0.0) + (1 - self.vector_weight) * (text or 0.0)
         return out

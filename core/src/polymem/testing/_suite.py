@@ -547,6 +547,22 @@ class MemoryConformance:
         with pytest.raises(InvalidInput):
             call(mem.recall("blue", user_id="ann", min_relevance=1.5))
 
+    def test_min_relevance_zero_returns_top_k_whatever_they_are(self, mem: Any) -> None:
+        for content in ("I like blue", "The quarterly report is due", "Paris is in France"):
+            call(mem.save(content, user_id="ann"))
+        call(mem.save("I like blue too", user_id="bob"))
+        hits = call(mem.recall("favourite colour", user_id="ann", top_k=3, min_relevance=0))
+        assert len(hits) == 3 and hits[0].memory.content == "I like blue"
+        assert {h.memory.user_id for h in hits} == {"ann"}
+
+    def test_min_relevance_zero_fills_with_memories_matching_nothing(self, lexical: Any) -> None:
+        call(lexical.save("I like blue", user_id="ann"))
+        call(lexical.save("The quarterly report is due", user_id="ann"))
+        hits = call(lexical.recall("blue", user_id="ann", top_k=5, min_relevance=0))
+        assert [h.memory.content for h in hits] == ["I like blue", "The quarterly report is due"]
+        assert hits[1].relevance == 0.0
+        assert [h.memory.content for h in call(lexical.recall("blue", user_id="ann", top_k=5))] == ["I like blue"]
+
     def test_nearest_ranks_by_cosine_alone(self, mem: Any) -> None:
         blue = call(mem.save("I like blue", user_id="ann", importance=0.0))
         call(mem.save("I own a dog", user_id="ann", importance=1.0))

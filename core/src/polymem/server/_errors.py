@@ -67,6 +67,8 @@ STATUS: dict[type[PolymemError], int] = {
     core.ReembedRequiredError: 409,
     core.SnapshotError: 422,
     core.StoreClosedError: 503,
+    core.ReadOnlyStoreError: 409,
+    core.StoreUnreadableError: 500,
     ServiceUnavailableError: 503,
     core.PermissionDeniedError: 403,
     AuthenticationError: 401,

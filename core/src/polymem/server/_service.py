@@ -130,6 +130,7 @@ class Service:
         for store in list(self._stores.values()):
             await store.close()
         self._stores.clear()
+        await asyncio.to_thread(self.audit.checkpoint)  # sign the head the last requests left
 
     def close_sync(self) -> None:
         self.db.close()

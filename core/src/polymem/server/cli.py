@@ -103,7 +103,9 @@ def _open_auth(url: str | None, auth_db: str | None) -> Any:
     from ._auth import AuthStore, Database
 
     db = Database(_auth_db(url, auth_db))
-    return AuthStore(db), AuditLog(db)
+    log = AuditLog(db)
+    click.get_current_context().call_on_close(log.checkpoint)  # the command's end is a shutdown: sign the head
+    return AuthStore(db), log
 
 
 def _actor() -> str:
@@ -190,21 +192,42 @@ def audit() -> None:
 
 @audit.command("verify")
 @_common
-@click.option("--anchor", default=None, help="A head hash saved earlier: also detects entries cut from the end.")
+@click.option("--anchor", default=None,
+              help="A file `polymem audit anchor` wrote (or a head hash saved earlier): also detects entries cut "
+                   "from the end and a chain recomputed since.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def audit_verify(url: str | None, auth_db: str | None, anchor: str | None, as_json: bool) -> None:
-    """Re-hash the whole chain; exit status 1 if an entry was edited, removed or reordered."""
-    _, log = _open_auth(url, auth_db)
+    """Re-hash the whole chain and check its MACs, checkpoints and anchor; exit status 1 on any problem."""
+    from pathlib import Path
+
+    from ._audit import AuditLog
+    from ._auth import Database
+
+    path = _auth_db(url, auth_db)
+    log = AuditLog(Database(path), create_key=False)  # a missing key is reported, never replaced
+    if anchor is not None and Path(anchor).is_file():
+        anchor = Path(anchor).read_text().strip().splitlines()[-1]  # the newest head the file holds
     report = log.verify(anchor)
     if as_json:
         _echo_json(report.to_dict())
     elif report.ok:
-        click.echo(f"ok: {report.entries} entries, head {report.head}")
+        keyed = f", MACs and {report.checkpoints} checkpoints checked" if report.keyed else ", no audit key"
+        click.echo(f"ok: {report.entries} entries, head {report.head}{keyed}")
     else:
         for seq, problem in report.problems:
             click.echo(f"entry {seq}: {problem}")
     if not report.ok:
         sys.exit(1)
+
+
+@audit.command("anchor")
+@_common
+@click.option("--output", "-o", default="-", show_default=True, type=click.File("a"),
+              help="Append the signed head to this file (an external log); - prints it.")
+def audit_anchor(url: str | None, auth_db: str | None, output: Any) -> None:
+    """Export the signed head of the audit log ({"seq", "hash", "at", "mac"}) for `audit verify --anchor`."""
+    _, log = _open_auth(url, auth_db)
+    output.write(json.dumps(log.anchor()) + "\n")
 
 
 @audit.command("show")

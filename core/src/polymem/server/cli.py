@@ -75,8 +75,14 @@ class _Errors(click.Group):
 @click.option("--timeout", default=30.0, show_default=True, type=float, help="Per-request timeout in seconds.")
 @click.option("--graceful-timeout", default=30.0, show_default=True, type=float,
               help="Seconds to finish in-flight requests on SIGTERM/SIGINT before closing.")
+@click.option("--rate", default=20.0, show_default=True, type=float,
+              help="Each token's budget refill, units/s (a request costs 1 + 1 per KiB of body); 0: unlimited.")
+@click.option("--burst", default=200.0, show_default=True, type=float, help="Each token's budget when full, units.")
+@click.option("--max-embed-chars", default=32_768, show_default=True, type=int,
+              help="The most text one /v1/embed request may ask to embed.")
 def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
-          on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float) -> None:
+          on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float,
+          rate: float, burst: float, max_embed_chars: int) -> None:
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
     import uvicorn
 
@@ -88,7 +94,8 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
     policy = WritePolicy() if on_flag == "default" else WritePolicy.everywhere(on_flag)
     service = Service(store_url, auth_db=auth_db, auth=not no_auth, policy=policy,
                       embedder=None if no_embedder else "auto")
-    app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout)
+    app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout,
+                     rate=rate or None, burst=burst, max_embed_chars=max_embed_chars)
     click.echo(f"polymem serving {store_url} on http://{host}:{port} (auth {'off' if no_auth else 'on'})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=int(graceful_timeout))
 

@@ -15,8 +15,6 @@ import pytest
 from polymem.server._app import create_app
 from polymem.server._limits import RateLimiter
 
-from .conftest import LoopbackServer
-
 TEXT = ("the quick brown fox jumps over a lazy dog while agents remember everything " * 60)[:4000]
 
 

@@ -165,12 +165,20 @@ async def test_a_dropped_audit_table_is_reported_not_a_traceback(deploy: Any) ->
     assert result.exit_code == 1 and "entry 1: the audit log cannot be read" in result.output
 
 
-async def test_a_chain_rewritten_and_recomputed_without_the_key_is_detected(deploy: Any) -> None:
+async def _rewritten(deploy: Any, seq: int, *more: str) -> Any:
+    """A deployment whose entry `seq` was edited and the chain recomputed (then the `more` statements run)."""
     d = deploy()
     await _life(d)
     with d.service.db.write() as conn:
-        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = 2")
+        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = ?", (seq,))
         _recompute_chain(conn)
+        for statement in more:
+            conn.execute(statement)
+    return d
+
+
+async def test_a_chain_rewritten_and_recomputed_without_the_key_is_detected(deploy: Any) -> None:
+    d = await _rewritten(deploy, 2)
     problems = d.service.audit.verify().problems
     assert [seq for seq, p in problems if "MAC does not match" in p] == [2, 3, 4]
 
@@ -220,13 +228,7 @@ async def test_a_cut_that_also_removes_the_checkpoints_needs_the_exported_anchor
 
 
 async def test_an_anchor_not_signed_with_the_key_is_refused(deploy: Any) -> None:
-    d = deploy()
-    await _life(d)
-    with d.service.db.write() as conn:
-        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = 4")
-        _recompute_chain(conn)
-        conn.execute("UPDATE audit SET mac = NULL")
-        conn.execute("DELETE FROM audit_checkpoints")
+    d = await _rewritten(deploy, 4, "UPDATE audit SET mac = NULL", "DELETE FROM audit_checkpoints")
     forged = {**d.service.audit.anchor(), "mac": "0" * 64}
     problems = dict(d.service.audit.verify(anchor=forged).problems)
     assert "not signed by this server's audit key" in problems[4]

@@ -110,3 +110,13 @@ def test_an_abandoned_embed_request_stops_embedding(deploy: Any) -> None:
         httpx.post(f"{d.url}/v1/embed", json={"texts": texts}, headers=_auth(d.token()), timeout=0.5)
     time.sleep(2 * four_texts * len(texts) / 4)  # twice what finishing the whole request would take
     assert counting.embedded < len(texts)
+
+
+def test_the_client_splits_a_large_embedding_into_requests_the_service_accepts(deploy: Any) -> None:
+    from polymem._embedders import resolve_embedder
+
+    counting = CountingEmbedder(resolve_embedder("auto"))
+    d = deploy(embedder=counting)
+    mem = d.client("loopback-sync")
+    vectors = mem.embedder.embed([TEXT] * 10)  # 40,000 characters: two requests
+    assert len(vectors) == 10 and counting.embedded == 10

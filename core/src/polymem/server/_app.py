@@ -36,7 +36,7 @@ from ._errors import (
     ServiceUnavailableError,
     status_for,
 )
-from ._limits import RateLimiter
+from ._limits import MAX_EMBED_CHARS, RateLimiter
 from ._metrics import Metrics
 from ._service import Context, Service
 
@@ -331,7 +331,7 @@ async def _unless_gone(work: Awaitable[None], receive: Any, body_read: asyncio.E
 # -- the app ----------------------------------------------------------------------------------
 def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_bytes: int = 256 << 20,
                timeout: float = 30.0, long_timeout: float = 600.0, mcp: bool = True,
-               rate: float | None = None, burst: float = 200.0, max_embed_chars: int = 32_768) -> FastAPI:
+               rate: float | None = None, burst: float = 200.0, max_embed_chars: int = MAX_EMBED_CHARS) -> FastAPI:
     """The FastAPI app of the polymem service over `service` (with MCP at `/mcp` if `mcp` is installed).
 
     `rate`/`burst`: each token's request budget in units per second (a request costs one unit

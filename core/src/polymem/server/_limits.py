@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 # Each KiB of body costs one unit more than an empty body (texts to embed cost CPU in proportion).
 COST_BYTES = 1 << 10
+# The most text one /v1/embed request may ask to embed, by default (about 8 texts of 4 kB, ~1 s of CPU
+# for all-MiniLM-L6-v2 on one core); the HTTP client splits its embedding requests to fit.
+MAX_EMBED_CHARS = 32_768
 # Callers remembered at once (least recently seen forgotten first: a forgotten caller starts full).
 MAX_CALLERS = 10_000
 

@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from .._errors import PolymemError
+from ._limits import MAX_EMBED_CHARS
 
 
 def _store_url(url: str | None) -> str:
@@ -78,7 +79,7 @@ class _Errors(click.Group):
 @click.option("--rate", default=20.0, show_default=True, type=float,
               help="Each token's budget refill, units/s (a request costs 1 + 1 per KiB of body); 0: unlimited.")
 @click.option("--burst", default=200.0, show_default=True, type=float, help="Each token's budget when full, units.")
-@click.option("--max-embed-chars", default=32_768, show_default=True, type=int,
+@click.option("--max-embed-chars", default=MAX_EMBED_CHARS, show_default=True, type=int,
               help="The most text one /v1/embed request may ask to embed.")
 def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
           on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float,

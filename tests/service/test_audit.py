@@ -252,3 +252,21 @@ def _keyless_log(d: Any) -> Any:
     log = AuditLog(d.service.db)
     log.key = None
     return log
+
+
+def test_the_key_comes_from_the_environment_and_another_key_fails_every_mac(tmp_path: Any, monkeypatch: Any) -> None:
+    from polymem._errors import InvalidInput
+    from polymem.server._audit import AuditLog
+    from polymem.server._auth import Database
+
+    db = Database(tmp_path / "auth.db")
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY", "the server's secret")
+    AuditLog(db).append("tok", "save", "default", memory_id="m1")
+    assert AuditLog(db).verify().ok and not (tmp_path / "auth.db.audit-key").exists()
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY", "a guess")
+    assert [p for _, p in AuditLog(db).verify().problems] == [
+        "MAC does not match: rewritten or forged without the audit key"]
+    monkeypatch.delenv("POLYMEM_AUDIT_KEY")
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY_FILE", str(tmp_path / "absent.key"))
+    with pytest.raises(InvalidInput, match="does not exist"):
+        AuditLog(db)

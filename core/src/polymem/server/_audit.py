@@ -67,11 +67,17 @@ def load_audit_key(db_path: str, *, create: bool) -> bytes | None:
         return secrets.token_bytes(32) if create else None
     path = Path(named or f"{db_path}.audit-key")
     if not path.exists():
-        if not create or named:  # a named key file must exist: a new one would fail every MAC
+        if not create:
             return None
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_hex(32))
+        if named:  # a new key would fail every MAC written so far
+            raise InvalidInput(f"POLYMEM_AUDIT_KEY_FILE names {path}, which does not exist")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it first
+            time.sleep(0.05)
+        else:
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_hex(32))
     return path.read_bytes().strip()
 
 

@@ -29,9 +29,11 @@ from ._errors import (
     NotSupportedError,
     PermissionDeniedError,
     PolymemError,
+    ReadOnlyStoreError,
     ReembedRequiredError,
     SnapshotError,
     StoreClosedError,
+    StoreUnreadableError,
     VersionConflictError,
 )
 from ._extract import ExtractiveSummarizer, RuleExtractor
@@ -84,6 +86,7 @@ __all__ = [
     "OnnxEmbedder",
     "PermissionDeniedError",
     "PolymemError",
+    "ReadOnlyStoreError",
     "RecallHit",
     "RecallResult",
     "ReembedRequiredError",
@@ -96,6 +99,7 @@ __all__ = [
     "SessionInfo",
     "SnapshotError",
     "StoreClosedError",
+    "StoreUnreadableError",
     "Summarizer",
     "TokenCounter",
     "ToolCall",

@@ -165,6 +165,8 @@ class Engine:
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
+        if isinstance(max_content_chars, bool) or not isinstance(max_content_chars, int) or max_content_chars < 1:
+            raise InvalidInput(f"max_content_chars must be a positive integer, got {max_content_chars!r}")
         self.namespace = namespace
         self.embedder = embedder
         self.clock = clock

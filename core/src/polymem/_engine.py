@@ -641,7 +641,7 @@ class Engine:
             updated = None
             if chosen is not None:
                 older = slots.records[chosen]
-                updated = yield from self._supersede(older, record)
+                updated = yield from self._supersede(older, record, scope.vectors[row])
                 if updated is not None:
                     report.superseded[older.memory_id] = record.memory_id
                     slots.replace(chosen, row, updated)
@@ -667,13 +667,13 @@ class Engine:
             return None
         return merged
 
-    def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
-        """The older memory takes the newer truth as its next version; the newer copy retires."""
+    def _supersede(self, older: MemoryRecord, newer: MemoryRecord, vector: np.ndarray | None) -> Plan:
+        """The older memory takes the newer truth (and its `vector`, if it has one of the store's
+        model) as its next version; the newer copy retires."""
         metadata = {**older.metadata, **newer.metadata,
                     "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
                     "superseded_by": newer.memory_id}
-        vector = None
-        if self.embedder is not None:
+        if vector is None and self.embedder is not None:
             raw = yield Op("embed", "embed", ([newer.content],))
             vector = as_matrix(raw, self.embedder.dimension)[0]
         supersede = Update(

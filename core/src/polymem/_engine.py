@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest
+from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
     ContentTooLargeError,
@@ -132,6 +133,14 @@ class RuleContradictionJudge:
         if _CHANGE_MARKERS.search(newer.content):
             return similarity >= self.marker_similarity
         return False
+
+    def slot(self, record: MemoryRecord) -> str | None:
+        """The slot a statement fills ("favourite colour"), if any."""
+        found = _SLOT.search(record.content)
+        return found.group(1).casefold() if found else None
+
+    def similarity_floor(self, newer: MemoryRecord) -> float | None:
+        return self.marker_similarity if _CHANGE_MARKERS.search(newer.content) else None
 
 
 @dataclass
@@ -577,13 +586,14 @@ class Engine:
                     report.archived.append(record.memory_id)
             else:
                 survivors.append((record, vector))
+                continue
             if progress:
-                progress(1)
+                progress(CONSOLIDATION_STEPS)
         groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
         for record, vector in survivors:
             groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
         for members in groups.values():
-            yield from self._consolidate_group(members, report)
+            yield from self._consolidate_group(members, report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
@@ -599,36 +609,47 @@ class Engine:
         return True
 
     def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
-                           report: ConsolidationReport) -> Plan:
-        # Pass 1: near-duplicates fold into the oldest copy.
-        kept: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in members:
-            index = next((i for i, (older, older_vector) in enumerate(kept)
-                          if content_hash(older.content) == content_hash(record.content)
-                          or (_similarity(older, older_vector, record, vector) >= self.scoring.merge_similarity
-                              and same_facts(older.content, record.content))), None)
-            if index is None:
-                kept.append((record, vector))
+                           report: ConsolidationReport, progress: Callable[[int], None] | None) -> Plan:
+        """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
+        the most similar older one it contradicts. Each memory is compared only with those that can
+        matter (`ScopeIndex`); the outcome is that of comparing every pair."""
+        floors = Slots.floors(self.judge, [record for record, _ in members])
+        scope = ScopeIndex(members, ordered_rows=floors, progress=progress)
+        step = progress or (lambda done: None)
+        kept: builtins.list[int] = []  # rows, oldest first
+        kept_records: dict[int, MemoryRecord] = {}
+        first_of_hash: dict[str, int] = {}
+        for row in range(len(scope)):
+            keeper = first_of_hash.get(scope.hashes[row])
+            for other, _ in scope.close_to(row, self.scoring.merge_similarity):
+                if other in kept_records and (keeper is None or other < keeper) and \
+                        same_facts(scope.records[other].content, scope.records[row].content):
+                    keeper = other
+            if keeper is None:
+                kept.append(row)
+                kept_records[row] = scope.records[row]
+                first_of_hash.setdefault(scope.hashes[row], row)
                 continue
-            merged = yield from self._merge(kept[index][0], record)
+            merged = yield from self._merge(kept_records[keeper], scope.records[row])
             if merged is not None:
-                report.merged.setdefault(kept[index][0].memory_id, []).append(record.memory_id)
-                kept[index] = (merged, kept[index][1])
-        # Pass 2: a newer statement supersedes the most similar older one it contradicts.
-        live: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in kept:
-            scored = sorted(((_similarity(o, ov, record, vector), i) for i, (o, ov) in enumerate(live)), reverse=True)
-            index = next((i for sim, i in scored if self.judge.supersedes(live[i][0], record, sim)), None)
-            if index is None:
-                live.append((record, vector))
-                continue
-            older = live[index][0]
-            updated = yield from self._supersede(older, record)
-            if updated is not None:
-                report.superseded[older.memory_id] = record.memory_id
-                live[index] = (updated, vector)
-            else:
-                live.append((record, vector))
+                report.merged.setdefault(merged.memory_id, []).append(scope.records[row].memory_id)
+                kept_records[keeper] = merged
+            step(1)
+        slots = Slots(scope, self.judge)
+        for row in kept:
+            record = kept_records[row]
+            chosen = next((slot for sim, slot in slots.candidates(row, record)
+                           if self.judge.supersedes(slots.records[slot], record, sim)), None)
+            updated = None
+            if chosen is not None:
+                older = slots.records[chosen]
+                updated = yield from self._supersede(older, record, scope.vectors[row])
+                if updated is not None:
+                    report.superseded[older.memory_id] = record.memory_id
+                    slots.replace(chosen, row, updated)
+            if updated is None:
+                slots.add(row, record)
+            step(1)
 
     def _merge(self, keeper: MemoryRecord, other: MemoryRecord) -> Plan:
         metadata = {**other.metadata, **keeper.metadata,
@@ -648,13 +669,13 @@ class Engine:
             return None
         return merged
 
-    def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
-        """The older memory takes the newer truth as its next version; the newer copy retires."""
+    def _supersede(self, older: MemoryRecord, newer: MemoryRecord, vector: np.ndarray | None) -> Plan:
+        """The older memory takes the newer truth (and its `vector`, if it has one of the store's
+        model) as its next version; the newer copy retires."""
         metadata = {**older.metadata, **newer.metadata,
                     "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
                     "superseded_by": newer.memory_id}
-        vector = None
-        if self.embedder is not None:
+        if vector is None and self.embedder is not None:
             raw = yield Op("embed", "embed", ([newer.content],))
             vector = as_matrix(raw, self.embedder.dimension)[0]
         supersede = Update(
@@ -842,13 +863,6 @@ def _encodable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
-
-
-def _similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
-    if va is not None and vb is not None:
-        return float(va @ vb)
-    ta, tb = set(terms(a.content)), set(terms(b.content))
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
 _NEGATION = re.compile(r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|can't|dislike|hate)\b|不|没",

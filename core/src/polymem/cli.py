@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from . import operations as ops
+from ._consolidation import CONSOLIDATION_STEPS
 from ._errors import PolymemError
 from ._memory import Memory, default_url
 from ._memory import open as open_store
@@ -223,7 +224,7 @@ table_command(ops.SetStatus, text=_print_record)
 def consolidate(url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
     """Expire, archive the faded, merge near-duplicates, supersede contradictions."""
     with _store(url, namespace, no_embedder) as mem:
-        total = mem.stats()["by_status"].get("active", 0)
+        total = mem.stats()["by_status"].get("active", 0) * CONSOLIDATION_STEPS
         with _progress(total, "consolidate") as bar:
             report = mem.consolidate(progress=bar.update)
 

@@ -822,7 +822,8 @@ class Consolidate(Operation[ConsolidationReport]):
     codec = CONSOLIDATION
     permission = "admin"
 
-    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+    progress: Progress | None = Field(default=None, exclude=True, description=(
+        "Called with the number of steps done: two per active memory (its neighbours found, its fate decided)."))
 
 
 class Reembed(Operation[int]):

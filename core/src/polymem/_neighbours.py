@@ -71,10 +71,12 @@ class Neighbours:
         import faiss
 
         n, dim = self.vectors.shape
-        cells = max(16, int(4 * np.sqrt(n)))
+        cells = max(16, int(2 * np.sqrt(n)))
         quantizer = faiss.IndexFlatIP(dim)
         index = faiss.IndexIVFFlat(quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT)
-        sample = np.random.default_rng(0).choice(n, min(n, cells * 40), replace=False)
+        index.cp.niter = 10  # training is the one step without progress: keep it to a few seconds
+        index.cp.min_points_per_centroid = 16
+        sample = np.random.default_rng(0).choice(n, min(n, cells * 32), replace=False)
         index.train(self.vectors[np.sort(sample)])
         index.add(self.vectors)
         index.nprobe = _PROBES

@@ -60,6 +60,8 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
     ) -> None:
         thread_id = thread_id or f"thread_{uuid.uuid4().hex}"
         super().__init__(chat_history=chat_history, thread_id=thread_id)
+        # semantic-kernel 1.28 kept `chat_history or ChatHistory()`: an empty reducer was replaced
+        self._chat_history = chat_history if chat_history is not None else ChatHistory()
         self._id = thread_id  # semantic-kernel 1.28 kept it in `_thread_id` until create(); the session needs it now
         self._store = store.to_async()  # any store: its async form
         self._user_id = user_id

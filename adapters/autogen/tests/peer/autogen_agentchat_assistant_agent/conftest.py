@@ -34,6 +34,8 @@ EXPECTED_FAILURES: dict[str, str] = {
 @pytest.fixture(autouse=True)
 def default_context_is_polymem(lexical: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """`AssistantAgent(...)` without `model_context=` gets a polymem session on a real SQLite store."""
+    # 0.5.4's tests build OpenAI clients with api_key="", which today's openai SDK refuses without some key.
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "test")
 
     def context() -> PolymemChatCompletionContext:
         return PolymemChatCompletionContext(lexical, session_id=str(uuid.uuid4()), user_id="peer")

@@ -52,10 +52,10 @@ class GivenVectors:
         """The dimension of the first vector seen; 0 before any (no vector matches it)."""
         return self._dimension or 0
 
-    def adopt(self, vector: Sequence[float]) -> None:
-        """Take the dimension of `vector` if none is known yet."""
+    def adopt(self, dimension: int) -> None:
+        """Take this dimension if none is known yet (that of the first vector seen)."""
         if self._dimension is None:
-            self._dimension = len(vector)
+            self._dimension = dimension
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         raise polymem.InvalidInput(
@@ -155,7 +155,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         if given:
             vectors = [np.asarray(r._embedding, dtype=float).reshape(-1) for r in given]
             if self._space is not None:
-                self._space.adopt(vectors[0])
+                self._space.adopt(len(vectors[0]))
             await self._save(collection_name, given, [v.tolist() for v in vectors])
         # Records without an embedding (or for a lexical-only store): the store embeds them, if it can.
         if rest := [r for r in records if not any(r is g for g in given)]:
@@ -285,7 +285,7 @@ class PolymemMemoryStore(MemoryStoreBase):
             )
         vector = np.asarray(embedding, dtype=float).reshape(-1).tolist()
         if self._space is not None:
-            self._space.adopt(vector)
+            self._space.adopt(len(vector))
         return await self._store.nearest(  # type: ignore[no-any-return]
             vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
             filter={f"metadata.{COLLECTION_KEY}": collection_name})

@@ -22,7 +22,7 @@ from ._convert import (
     metadata_filter,
     record_to_document,
 )
-from ._embeddings import LangChainEmbedder, PolymemEmbeddings, as_embedder
+from ._embeddings import as_embedder, as_embeddings
 from ._stores import Forms, Plan, Store, call
 
 
@@ -60,10 +60,7 @@ class PolymemVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The store's embedder as LangChain `Embeddings` (None in lexical-only mode)."""
-        embedder = self._forms.store.embedder
-        if embedder is None:
-            return None
-        return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
+        return as_embeddings(self._forms.store.embedder)
 
     # -- plans -------------------------------------------------------------------------------
     def _find(self, doc_id: str) -> Plan[polymem.MemoryRecord | None]:

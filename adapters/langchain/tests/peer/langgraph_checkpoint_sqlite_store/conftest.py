@@ -1,6 +1,15 @@
 """langgraph-checkpoint-sqlite's store tests with `PolymemStore` in place of `SqliteStore` (see SOURCE.md)."""
 
-EXPECTED_FAILURES: dict[str, str] = {}
+EXPECTED_FAILURES: dict[str, str] = {
+    "test_vector_store_initialization": "reads SqliteStore's own `index_config['text_fields']` (PolymemStore's "
+                                        "`index_config` has LangGraph's `fields`) and its vector tables through "
+                                        "`store.conn`",
+    "test_scores": "compares the score with the query's raw cosine to the item; PolymemStore's score is polymem's "
+                   "recall score (cosine blended with text match and the memory's live score)",
+    "test_embed_with_path": "compares score values: SqliteStore keeps one vector per indexed field and scores an "
+                            "item by its best field's cosine; PolymemStore embeds the fields as one text and scores "
+                            "with polymem's recall score (the orders the test checks hold)",
+}
 
 NOT_APPLICABLE: dict[str, str] = {
     "test_nonnull_migrations": "checks SqliteStore's own SQL migrations",

@@ -9,7 +9,11 @@ import pytest
 
 from ._swap import stores_in
 
-EXPECTED_FAILURES: dict[str, str] = {}
+EXPECTED_FAILURES: dict[str, str] = {
+    "test_embed_with_path": "compares score values: InMemoryStore keeps one vector per indexed field and scores "
+                            "an item by its best field's cosine; PolymemStore embeds the fields as one text and "
+                            "scores with polymem's recall score (the order the test checks holds)",
+}
 
 
 @pytest.fixture(autouse=True)

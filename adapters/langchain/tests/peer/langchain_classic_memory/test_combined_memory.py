@@ -4,7 +4,9 @@ import re
 
 import pytest
 
-from langchain_classic.memory import CombinedMemory, ConversationBufferMemory
+from langchain_classic.memory import CombinedMemory
+
+from ._swap import ConversationBufferMemory  # polymem: was imported from langchain_classic.memory
 
 
 @pytest.fixture

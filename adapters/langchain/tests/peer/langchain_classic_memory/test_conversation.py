@@ -11,10 +11,12 @@ from typing_extensions import override
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.chains.conversation.base import ConversationChain
-from langchain_classic.memory.buffer import ConversationBufferMemory
-from langchain_classic.memory.buffer_window import ConversationBufferWindowMemory
-from langchain_classic.memory.summary import ConversationSummaryMemory
-from tests.unit_tests.llms.fake_llm import FakeLLM
+from ._swap import (  # polymem: were imported from langchain_classic.memory.buffer, .buffer_window, .summary
+    ConversationBufferMemory,
+    ConversationBufferWindowMemory,
+    ConversationSummaryMemory,
+)
+from .fake_llm import FakeLLM  # polymem: was `from tests.unit_tests.llms.fake_llm import FakeLLM`
 
 
 class DummyLLM(LLM):

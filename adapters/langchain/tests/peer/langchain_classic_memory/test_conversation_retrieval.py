@@ -6,8 +6,8 @@ from langchain_core.language_models import FakeListLLM
 from langchain_classic.chains.conversational_retrieval.base import (
     ConversationalRetrievalChain,
 )
-from langchain_classic.memory.buffer import ConversationBufferMemory
-from tests.unit_tests.retrievers.sequential_retriever import SequentialRetriever
+from ._swap import ConversationBufferMemory  # polymem: was imported from langchain_classic.memory.buffer
+from .sequential_retriever import SequentialRetriever  # polymem: was `from tests.unit_tests.retrievers.sequential_retriever ...`
 
 
 async def test_simplea() -> None:

@@ -1,13 +1,14 @@
 import pytest
 
 from langchain_classic.base_memory import BaseMemory
-from langchain_classic.chains.conversation.memory import (
+from langchain_classic.memory import ReadOnlySharedMemory, SimpleMemory
+
+from ._swap import (  # polymem: were imported from langchain_classic.chains.conversation.memory
     ConversationBufferMemory,
     ConversationBufferWindowMemory,
     ConversationSummaryMemory,
 )
-from langchain_classic.memory import ReadOnlySharedMemory, SimpleMemory
-from tests.unit_tests.llms.fake_llm import FakeLLM
+from .fake_llm import FakeLLM  # polymem: was `from tests.unit_tests.llms.fake_llm import FakeLLM`
 
 
 def test_simple_memory() -> None:

@@ -1,7 +1,7 @@
 """Test memory functionality."""
 
-from langchain_classic.memory.summary_buffer import ConversationSummaryBufferMemory
-from tests.unit_tests.llms.fake_llm import FakeLLM
+from ._swap import ConversationSummaryBufferMemory  # polymem: was imported from langchain_classic.memory.summary_buffer
+from .fake_llm import FakeLLM  # polymem: was `from tests.unit_tests.llms.fake_llm import FakeLLM`
 
 
 def test_summary_buffer_memory_no_buffer_yet() -> None:

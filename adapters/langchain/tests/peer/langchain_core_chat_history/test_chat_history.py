@@ -4,8 +4,8 @@ import pytest
 
 from langchain_core.chat_history import (
     BaseChatMessageHistory,
-    InMemoryChatMessageHistory,
 )
+from ._swap import InMemoryChatMessageHistory  # polymem: was imported from langchain_core.chat_history
 from langchain_core.messages import BaseMessage, HumanMessage
 
 

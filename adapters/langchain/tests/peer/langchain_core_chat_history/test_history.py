@@ -9,7 +9,7 @@ from typing_extensions import override
 from langchain_core.callbacks import (
     CallbackManagerForLLMRun,
 )
-from langchain_core.chat_history import InMemoryChatMessageHistory
+from ._swap import InMemoryChatMessageHistory  # polymem: was `from langchain_core.chat_history import ...`
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -24,7 +24,7 @@ from langchain_core.tracers.root_listeners import (
     AsyncRootListenersTracer,
     RootListenersTracer,
 )
-from tests.unit_tests.pydantic_utils import _schema
+from .pydantic_utils import _schema  # polymem: was `from tests.unit_tests.pydantic_utils import _schema`
 
 # This module is the compatibility test suite for `RunnableWithMessageHistory`,
 # so constructing that deprecated class is the behavior under test.

@@ -100,10 +100,10 @@ class PolymemStore(BaseStore):
     def index_config(self) -> dict[str, Any] | None:
         """LangGraph's view of the search index: `embed` and `dims` of the polymem store's embedder,
         `fields` the item text paths (None for a store without a model)."""
-        embed = self.embeddings
-        if embed is None:
+        embedder = self._forms.store.embedder
+        if embedder is None:
             return None
-        return {"dims": self._forms.store.embedder.dimension, "embed": embed, "fields": self.fields or ["$"]}
+        return {"dims": embedder.dimension, "embed": as_embeddings(embedder), "fields": self.fields or ["$"]}
 
     # -- translation -------------------------------------------------------------------------
     def _content(self, value: dict[str, Any], index: list[str] | bool | None) -> str:

@@ -148,7 +148,8 @@ class PolymemVectorStore(VectorStore):
         else:
             assert embedding is not None
             candidates = yield from self._nearest(embedding, fetch_k, kwargs)
-        stored = yield call("vectors", [record.memory_id for record, _ in candidates]) if candidates else {}
+        ids = [record.memory_id for record, _ in candidates]
+        stored = (yield call("vectors", ids)) if ids else {}
         picked = polymem.maximal_marginal_relevance(
             [similarity for _, similarity in candidates],
             [stored.get(record.memory_id) for record, _ in candidates], k, lambda_mult)

@@ -52,7 +52,7 @@ from ._models import (
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
 from ._render import render_memories
-from ._scoring import ScoringPolicy
+from ._scoring import ScoringPolicy, maximal_marginal_relevance
 from ._text import approx_token_count
 
 __version__ = "0.1.0"
@@ -107,6 +107,7 @@ __all__ = [
     "__version__",
     "approx_token_count",
     "default_embedder",
+    "maximal_marginal_relevance",
     "open",
     "open_async",
     "operations",

@@ -238,6 +238,28 @@ class MemoryConformance:
                                 filter={"created_at": {"$lt": start + timedelta(hours=5)}, "metadata.n": {"$gte": 2}}))
         assert sorted(h.memory.metadata["n"] for h in early) == [2, 3, 4]
 
+    def test_metadata_filter_compares_a_whole_list_or_object(self, mem: Any) -> None:
+        call(mem.save("Draft one", user_id="ann", metadata={"tags": ["draft"], "who": {"b": 2, "a": 1}}))
+        call(mem.save("Final one", user_id="ann", metadata={"tags": ["draft", "final"]}))
+        call(mem.save("Plain one", user_id="ann", metadata={"tags": "['draft']"}))
+        listed = call(mem.list(user_id="ann", filter={"metadata.tags": ["draft"]}))
+        assert [r.content for r in listed] == ["Draft one"]
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.who": {"$eq": {"a": 1, "b": 2}}}))
+                ] == ["Draft one"]
+        others = call(mem.list(user_id="ann", filter={"metadata.tags": {"$ne": ["draft"]}}))
+        assert sorted(r.content for r in others) == ["Final one", "Plain one"]
+
+    def test_metadata_filter_takes_integers_beyond_64_bits(self, mem: Any) -> None:
+        call(mem.save("Priced", user_id="ann", metadata={"price": 10}))
+        assert len(call(mem.list(user_id="ann", filter={"metadata.price": {"$lt": 10**100}}))) == 1
+        assert call(mem.list(user_id="ann", filter={"metadata.price": {"$gt": -(10**100), "$lt": 5}})) == []
+
+    def test_metadata_filter_keys_may_hold_spaces(self, mem: Any) -> None:
+        call(mem.save("Spaced", user_id="ann", metadata={"first name": "Ann"}))
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.first name": "Ann"}))] == ["Spaced"]
+        with pytest.raises(InvalidFilterError, match="Invalid filter key"):
+            call(mem.list(user_id="ann", filter={"metadata.a') OR 1=1 OR json_extract(m.metadata, '$.": 1}))
+
     def test_recall_finds_chinese_words(self, mem: Any) -> None:
         call(mem.save("我喜欢蓝色", user_id="ann", category="preference"))
         call(mem.save("我叫小明", user_id="ann"))

@@ -48,7 +48,8 @@ class PolymemHistoryProvider(HistoryProvider):
     Messages are converted losslessly (see `to_polymem`). `max_tokens=None`
     (the default) keeps every message; a number lets polymem bound the window
     by tokens (`overflow="summarize"` folds the oldest messages into a summary).
-    Further keywords go to `store.session(...)`; the flags are `HistoryProvider`'s.
+    Further keywords go to `store.session(...)`; the flags are `HistoryProvider`'s,
+    `skip_excluded` is `InMemoryHistoryProvider`'s.
 
     Args:
         memory: a polymem store (`polymem.open(...)` / `polymem.open_async(...)`) or a URL to open.
@@ -71,6 +72,7 @@ class PolymemHistoryProvider(HistoryProvider):
         store_context_messages: bool = False,
         store_context_from: set[str] | None = None,
         store_outputs: bool = True,
+        skip_excluded: bool = False,
         **session_options: Any,
     ) -> None:
         super().__init__(
@@ -84,6 +86,7 @@ class PolymemHistoryProvider(HistoryProvider):
         self._store = _Store(memory)
         self.user_id = user_id
         self.agent_id = agent_id
+        self.skip_excluded = skip_excluded
         self._session_options = {"max_tokens": max_tokens, **session_options}
 
     @property
@@ -99,8 +102,14 @@ class PolymemHistoryProvider(HistoryProvider):
     async def get_messages(
         self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[Message]:
-        """The conversation's messages, oldest first (a running summary first, if polymem keeps one)."""
-        return _convert.from_polymem_all(await self.session(session_id).messages())
+        """The conversation's messages, oldest first (a running summary first, if polymem keeps one).
+
+        With `skip_excluded`, messages a `CompactionProvider` marked `_excluded` are left out.
+        """
+        messages = _convert.from_polymem_all(await self.session(session_id).messages())
+        if self.skip_excluded:
+            return [m for m in messages if not m.additional_properties.get("_excluded", False)]
+        return messages
 
     async def save_messages(
         self,

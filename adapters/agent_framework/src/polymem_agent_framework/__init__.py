@@ -28,11 +28,11 @@ from ._llm import ChatClientExtractor, ChatClientSummarizer
 from ._providers import PolymemContextProvider, PolymemHistoryProvider
 
 __all__ = [
-    "RECALL_HEADER",
     "ChatClientExtractor",
     "ChatClientSummarizer",
     "PolymemContextProvider",
     "PolymemHistoryProvider",
+    "RECALL_HEADER",
     "from_polymem",
     "from_polymem_all",
     "to_polymem",

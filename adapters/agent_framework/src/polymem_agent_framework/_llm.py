@@ -77,13 +77,10 @@ class ChatClientExtractor:
             return []
         answer = await _ask(self.client, self.prompt.format(categories=", ".join(self.categories)),
                             _transcript(messages))
-        body = answer.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-        try:
-            items = json.loads(body)
+        try:  # the first JSON array in the answer: models wrap it in prose or a code fence
+            items, _ = json.JSONDecoder().raw_decode(answer[answer.index("["):])
         except ValueError as exc:
-            raise polymem.PolymemError(f"the extractor model did not answer with JSON: {answer[:200]!r}") from exc
-        if not isinstance(items, list):
-            raise polymem.PolymemError(f"the extractor model did not answer with a JSON array: {answer[:200]!r}")
+            raise polymem.PolymemError(f"the extractor model did not answer with a JSON array: {answer[:200]!r}") from exc
         return [draft for item in items if (draft := self._draft(item)) is not None]
 
     def extract(self, messages: Sequence[polymem.Message]) -> list[polymem.MemoryDraft]:

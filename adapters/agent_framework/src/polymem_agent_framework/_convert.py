@@ -16,7 +16,6 @@ and additional properties that are not JSON come back in JSON form.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -25,59 +24,18 @@ from agent_framework import Content, Message
 from pydantic_core import to_jsonable_python
 
 import polymem
+from polymem.importers._messages import AGENT_FRAMEWORK_PART, FOREIGN_PARTS_KEY, from_agent_framework
 
 AF_KEY = "agent_framework"
 """The reserved `polymem.Message.metadata` key holding Agent Framework's own fields."""
 
-FOREIGN_PARTS_KEY = "polymem_parts"
-"""Where parts written by other frameworks wait (in `additional_properties`), so writing back keeps them."""
-
 RECALL_HEADER = "Relevant memories (most relevant first; category, age):"
 """The first line of the message `PolymemContextProvider` adds before a run."""
 
-_PART_REF = "$part"
-
 
 def to_polymem(message: Message) -> polymem.Message:
-    """One Agent Framework message as a lossless polymem message."""
-    data = message.to_dict()
-    layout: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
-    texts: list[str] = []
-    calls: list[polymem.ToolCall] = []
-    results: list[dict[str, Any]] = []
-    for content in data.get("contents") or ():
-        kind = content.get("type")
-        if kind == "text":
-            texts.append(str(content.get("text") or ""))
-            layout.append(content)
-        elif kind == "function_call":
-            calls.append(polymem.ToolCall(id=str(content.get("call_id") or ""), name=str(content.get("name") or ""),
-                                          arguments=_arguments_text(content.get("arguments"))))
-            layout.append(content)
-        elif kind == "function_result":
-            results.append(content)
-            layout.append(content)
-        else:
-            layout.append({_PART_REF: len(parts)})
-            parts.append(content)
-    if not texts and results:
-        texts = [_result_text(result.get("result")) for result in results]
-    metadata = _plain(dict(message.additional_properties))
-    parts.extend(metadata.pop(FOREIGN_PARTS_KEY, None) or ())
-    own: dict[str, Any] = {"contents": layout}
-    if message.message_id is not None:
-        own["message_id"] = message.message_id
-    metadata[AF_KEY] = own
-    return polymem.Message(
-        role=str(message.role),
-        content="\n".join(texts),
-        name=message.author_name,
-        tool_calls=tuple(calls),
-        tool_call_id=str(results[0].get("call_id")) if results and results[0].get("call_id") else None,
-        parts=tuple(parts),
-        metadata=metadata,
-    )
+    """One Agent Framework message as a lossless polymem message (what `polymem import` writes for it too)."""
+    return from_agent_framework({**message.to_dict(), "additional_properties": _plain(message.additional_properties)})
 
 
 def from_polymem(message: polymem.Message) -> Message:
@@ -94,9 +52,9 @@ def from_polymem(message: polymem.Message) -> Message:
         used: set[int] = set()
         contents = []
         for entry in own["contents"]:
-            if isinstance(entry, dict) and set(entry) == {_PART_REF}:
-                used.add(entry[_PART_REF])
-                entry = message.parts[entry[_PART_REF]]
+            if isinstance(entry, dict) and set(entry) == {AGENT_FRAMEWORK_PART}:
+                used.add(entry[AGENT_FRAMEWORK_PART])
+                entry = message.parts[entry[AGENT_FRAMEWORK_PART]]
             contents.append(Content.from_dict(entry))
         foreign = [dict(part) for index, part in enumerate(message.parts) if index not in used]
         if foreign:
@@ -133,20 +91,6 @@ def _from_neutral(message: polymem.Message, metadata: dict[str, Any]) -> Message
     if message.parts:
         metadata[FOREIGN_PARTS_KEY] = [dict(part) for part in message.parts]
     return Message(message.role, contents, author_name=message.name, additional_properties=metadata)
-
-
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None:
-        return "{}"
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(to_jsonable_python(arguments, fallback=str), ensure_ascii=False)
-
-
-def _result_text(result: Any) -> str:
-    if result is None:
-        return ""
-    return result if isinstance(result, str) else json.dumps(to_jsonable_python(result, fallback=str))
 
 
 def _plain(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from agent_framework import Agent, Content, Message, WorkflowBuilder, tool
+from agent_framework import Agent, AgentSession, Content, Message, WorkflowBuilder, tool
 from polymem_af_scripted import ScriptedChatClient, call
 
 from polymem_agent_framework import RECALL_HEADER, PolymemContextProvider, PolymemHistoryProvider
@@ -173,3 +173,24 @@ async def test_two_agents_in_a_workflow_share_the_users_memory(semantic: Any) ->
     learned = [m for m in semantic.list(user_id="alice") if m.agent_id == "planner"]
     assert [m.content for m in learned] == ["Plan a dinner for my sister Berit's visit; she cannot eat shellfish."]
     assert any("dinner" in text.lower() for text in chef_client.prompt_texts())
+
+
+async def test_a_serialised_session_carries_only_ids_and_resumes_from_the_store(semantic: Any, db_url: str) -> None:
+    semantic.save("Alice's budget for Oslo is 1200 EUR", user_id="alice", category="fact")
+
+    def agent(client: ScriptedChatClient) -> Agent:
+        return Agent(client, context_providers=[PolymemHistoryProvider(db_url, user_id="alice"),
+                                                PolymemContextProvider(semantic, user_id="alice", remember="none")])
+
+    first = agent(ScriptedChatClient("Noted."))
+    session = first.create_session(session_id="trip")
+    await first.run("Plan my Oslo trip within my budget.", session=session)
+    saved = json.dumps(session.to_dict())
+
+    assert "Plan my Oslo trip" not in saved  # the conversation lives in polymem, not in the session
+    client = ScriptedChatClient("Within 1200 EUR: yes.")
+    second = agent(client)
+    restored = AgentSession.from_dict(json.loads(saved))
+    await second.run("Is the hotel affordable?", session=restored)
+    assert client.prompt_texts()[:2] == ["Plan my Oslo trip within my budget.", "Noted."]
+    assert restored.state["polymem"]["recalled"] == [m.memory_id for m in semantic.list(user_id="alice")]

@@ -6,11 +6,13 @@ scripted chat client, which answers at once, so each figure is the agent loop pl
 
 - **in-memory**: `Agent(client, context_providers=[InMemoryHistoryProvider()])`, the framework's default;
 - **polymem history**: `PolymemHistoryProvider` on an SQLite file (no recall);
-- **polymem history + memory**: `PolymemHistoryProvider` and `PolymemContextProvider` (all-MiniLM-L6-v2,
-  default `remember="extract"`) on one SQLite file already holding `--memories` memories of the user:
-  each turn recalls into the prompt, then stores the turn and distils it.
+- **polymem history + recall**: `PolymemHistoryProvider` and `PolymemContextProvider(remember="none")`
+  (all-MiniLM-L6-v2) on an SQLite file already holding `--memories` memories of the user: each turn
+  recalls into the prompt (one query embedding) and stores the turn;
+- **polymem history + memory**: the same with the default `remember="extract"`: each turn is also
+  distilled into long-term memories (extraction, their embeddings, the write filter, the saves).
 
-The agents take turns turn by turn (A, B, C, A, B, C, …), `--passes` times on fresh stores; the
+The agents take turns turn by turn (A, B, C, D, A, …), `--passes` times on fresh stores; the
 table gives the median over passes of each pass's p50 and p95 per turn, the added latency per turn
 against in-memory, and the 1-minute load average before and after. Appends to
 bench/results/agent_framework.md.
@@ -62,7 +64,9 @@ def seed(mem: polymem.Memory, n: int, rng: random.Random) -> None:
 
 def agents(tmp: Path, embedder: Any, memories: int, rng: random.Random) -> tuple[dict[str, Any], list[Any]]:
     history_only = polymem.open(f"sqlite:///{tmp / 'history.db'}", embedder=None)
+    recall_only = polymem.open(f"sqlite:///{tmp / 'recall.db'}", embedder=embedder)
     full = polymem.open(f"sqlite:///{tmp / 'memory.db'}", embedder=embedder)
+    seed(recall_only, memories, rng)
     seed(full, memories, rng)
 
     def make(*providers: Any) -> tuple[Any, Any]:
@@ -72,10 +76,12 @@ def agents(tmp: Path, embedder: Any, memories: int, rng: random.Random) -> tuple
     arms = {
         "in-memory": make(InMemoryHistoryProvider()),
         "polymem history": make(PolymemHistoryProvider(history_only, user_id="alice")),
+        "polymem history + recall": make(PolymemHistoryProvider(recall_only, user_id="alice"),
+                                         PolymemContextProvider(recall_only, user_id="alice", remember="none")),
         "polymem history + memory": make(PolymemHistoryProvider(full, user_id="alice"),
                                          PolymemContextProvider(full, user_id="alice")),
     }
-    return arms, [history_only, full]
+    return arms, [history_only, recall_only, full]
 
 
 async def one_pass(turns: int, memories: int, embedder: Any, seed_value: int) -> dict[str, list[float]]:

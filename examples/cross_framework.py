@@ -143,6 +143,16 @@ async def run_autogen(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[st
     return out
 
 
+def _scripted(adapter: str) -> Any:
+    """An adapter's scripted model for its framework (adapters/<adapter>/tests/scripted.py)."""
+    loader = importlib.util.spec_from_file_location(f"polymem_{adapter}_scripted",
+                                                    ROOT / "adapters" / adapter / "tests" / "scripted.py")
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
 # -- Semantic Kernel: a ChatCompletionAgent whose model recalls through PolymemPlugin ------------
 
 async def run_semantic_kernel(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,11 +162,7 @@ async def run_semantic_kernel(mem: polymem.Memory, spec: dict[str, Any]) -> list
 
     from polymem_semantic_kernel import PolymemPlugin
 
-    path = ROOT / "adapters" / "semantic_kernel" / "tests" / "scripted.py"
-    loader = importlib.util.spec_from_file_location("polymem_sk_scripted", path)
-    assert loader is not None and loader.loader is not None
-    scripted = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(scripted)
+    scripted = _scripted("semantic_kernel")
 
     def recall_then_answer(history: Any) -> Any:
         question = next(m.content for m in reversed(history.messages) if m.role.value == "user")
@@ -185,11 +191,7 @@ async def run_agent_framework(mem: polymem.Memory, spec: dict[str, Any]) -> list
 
     from polymem_agent_framework import RECALL_HEADER, PolymemContextProvider
 
-    path = ROOT / "adapters" / "agent_framework" / "tests" / "scripted.py"
-    loader = importlib.util.spec_from_file_location("polymem_af_scripted", path)
-    assert loader is not None and loader.loader is not None
-    scripted = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(scripted)
+    scripted = _scripted("agent_framework")
 
     out = []
     for kind in ("write", "ask"):

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import polymem
+from polymem.testing import local_embedder
 
 
 def _load_scripted() -> None:
@@ -23,16 +24,6 @@ def _load_scripted() -> None:
 
 
 _load_scripted()
-
-
-@pytest.fixture(scope="session")
-def embedder() -> Any:
-    """polymem's default local embedder (all-MiniLM-L6-v2, offline), loaded once per test run."""
-    with polymem.open("memory://") as mem:
-        emb = mem.embedder
-    assert emb is not None, "polymem's local embedder is not available"
-    emb.embed(["warm up"])
-    return emb
 
 
 @pytest.fixture
@@ -48,7 +39,7 @@ def lexical(db_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def semantic(db_url: str, embedder: Any) -> Iterator[Any]:
-    """A store on an SQLite file with the real MiniLM embedder."""
-    with polymem.open(db_url, embedder=embedder) as mem:
+def semantic(db_url: str) -> Iterator[Any]:
+    """A store on an SQLite file with the real MiniLM embedder (loaded once per process)."""
+    with polymem.open(db_url, embedder=local_embedder()) as mem:
         yield mem

@@ -270,7 +270,8 @@ def export_cmd(path: str, user_id: str | None, url: str | None, namespace: str) 
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--from", "source_format", default="polymem-snapshot", show_default=True,
               help="What PATH is: polymem-snapshot, llamaindex-simple-chat-store, langchain-json, langchain-sql, "
-                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, mem0.")
+                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, agent-framework-session, "
+                   "agent-framework-file-history, mem0.")
 @click.option("--user", "user_id", default=None,
               help="Who the imported memories are about (chat stores keyed by user/session default to the key).")
 @click.option("--agent", "agent_id", default=None, help="Tag what is imported with this agent.")

@@ -4,7 +4,8 @@
 `FileHistoryProvider` in the constructor shape of the classes they replace,
 each one `PolymemHistoryProvider` on a real SQLite file. The chat clients and
 fixtures below are the framework's (its tests' `conftest.py`, vendored as is).
-`XFAIL` lists the tests that can only fail for a reason that is not behaviour.
+`EXPECTED_FAILURES` lists the tests that can only fail for a reason that is not behaviour
+(applied by adapters/conftest.py).
 """
 
 import asyncio
@@ -38,15 +39,15 @@ from polymem_agent_framework import PolymemHistoryProvider
 
 logger = logging.getLogger(__name__)
 
-XFAIL = {
-    "test_agents.py::test_chat_client_agent_prepare_session_and_messages":
+EXPECTED_FAILURES = {
+    "test_chat_client_agent_prepare_session_and_messages":
         "seeds history by writing InMemoryHistoryProvider's private state layout (state['messages']); "
         "polymem's history lives in the store, not in session.state",
-    "test_sessions.py::TestInMemoryHistoryProvider::test_state_is_serializable":
+    "TestInMemoryHistoryProvider::test_state_is_serializable":
         "asserts the messages sit in session.state[source_id]['messages'] (the in-memory implementation)",
-    "test_sessions.py::TestFileHistoryProvider::test_stores_and_loads_messages":
+    "TestFileHistoryProvider::test_stores_and_loads_messages":
         "reads the private _session_file_path() and the .jsonl file the file provider writes",
-    "test_sessions.py::TestFileHistoryProvider::test_none_session_id_uses_default_jsonl_file":
+    "TestFileHistoryProvider::test_none_session_id_uses_default_jsonl_file":
         "reads the private _session_file_path() to check a default.jsonl file name",
 }
 
@@ -84,11 +85,6 @@ def _store_root(tmp_path_factory: pytest.TempPathFactory) -> None:
     _STORES["root"] = tmp_path_factory.mktemp("peer-stores")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        reason = XFAIL.get(item.nodeid.split("/peer/", 1)[-1])
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 # region vendored: microsoft/agent-framework python/packages/core/tests/core/conftest.py

@@ -327,7 +327,8 @@ def _session_info_out(info: SessionInfo) -> dict[str, Any]:
 def _hit(data: dict[str, Any]) -> RecallHit:
     values = dict(data)
     parts = {k: values.pop(k) for k in ("score", "relevance", "similarity", "text_rank", "live_score")}
-    return RecallHit(MemoryRecord.from_dict(values), **parts, explanation=values.pop("explanation", None))
+    explanation = values.pop("explanation", None)
+    return RecallHit(MemoryRecord.from_dict(values), **parts, explanation=explanation)
 
 
 def _no_withheld() -> dict[str, Any]:

@@ -245,7 +245,14 @@ class Engine:
              category: str = "fact", source: str = "user_input", importance: float | None = None,
              entities: Sequence[str] | None = None, metadata: dict[str, Any] | None = None,
              expire_at: datetime | None = None, idempotency_key: str | None = None,
-             vector: Sequence[float] | None = None) -> Plan:
+             vector: Sequence[float] | None = None, valid_from: datetime | None = None,
+             valid_to: datetime | None = None) -> Plan:
+        validity = {key: require_aware(value, key).isoformat()
+                    for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
+        if validity and isinstance(metadata, dict):
+            metadata = {**metadata, **validity}
+        elif validity and metadata is None:
+            metadata = validity
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
                             entities=_strings(entities, "entities"), metadata=metadata or {})
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -313,11 +320,14 @@ class Engine:
 
     def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
                filter: dict[str, Any] | None, status: str | None,
-               model_id: str | None = None) -> Plan:
+               model_id: str | None = None, valid_at: datetime | None = None) -> Plan:
         """The memories in scope as they stood at `as_of` (with their vectors of `model_id`, where
-        stored), newest first. The filter applies to those versions, by the same SQL as today's
-        reads: evaluated in an in-memory SQLite table holding them."""
+        stored), newest first; with `valid_at`, each in its version that held in the world then.
+        The filter applies to those versions, by the same SQL as today's reads: evaluated in an
+        in-memory SQLite table holding them."""
         rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id)
+        if valid_at is not None:
+            rows = yield from self._valid_at(rows, valid_at, as_of)
         kept = [(r, v) for r, v in rows
                 if (agent_id is None or r.agent_id == agent_id) and (category is None or r.category == category)
                 and (status is None or r.status == status)
@@ -330,9 +340,26 @@ class Engine:
         kept.sort(key=lambda rv: rv[0].created_at, reverse=True)
         return kept
 
+    def _valid_at(self, rows: builtins.list[tuple[MemoryRecord, Any]], at: datetime, known_at: datetime) -> Plan:
+        """Each memory in the version that held in the world at `at` (as known at `known_at`):
+        the last one whose validity began by then, left out if that validity ended by then.
+        Only a memory whose present version began to hold after `at` has its history read."""
+        out = []
+        for record, vector in rows:
+            if valid_from(record) > at:
+                versions = yield _backend("history", self.namespace, record.memory_id)
+                earlier = [v for v in versions if v.updated_at <= known_at and valid_from(v) <= at]
+                if not earlier:
+                    continue
+                record, vector = earlier[-1], None  # its vector is of the present version's content
+            ends = valid_to(record)
+            if ends is None or ends > at:
+                out.append((record, vector))
+        return out
+
     def list(self, *, user_id: str | None = None, agent_id: str | None = None, category: str | None = None,
              filter: dict[str, Any] | None = None, status: str | None = "active", limit: int = 100,
-             offset: int = 0, as_of: datetime | None = None) -> Plan:
+             offset: int = 0, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000 or \
                 isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**63:
             raise InvalidInput("limit must be in [1, 10000] and offset in [0, 2**63)")
@@ -341,11 +368,13 @@ class Engine:
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)} or None, got {status!r}")
         self._scope(user_id, agent_id, category)
-        if as_of is not None:
+        if as_of is not None or valid_at is not None:
             from ._filters import compile_filter
 
             compile_filter(filter)  # validate before any work
-            kept = yield from self._as_of(require_aware(as_of, "as_of"), user_id, agent_id, category, filter, status)
+            known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
+            kept = yield from self._as_of(known_at, user_id, agent_id, category, filter, status,
+                                          valid_at=None if valid_at is None else require_aware(valid_at, "valid_at"))
             return [r for r, _ in kept[offset:offset + limit]]
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
@@ -402,7 +431,7 @@ class Engine:
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
                query_vector: Sequence[float] | None = None, min_relevance: float | None = None,
-               explain: bool = False, as_of: datetime | None = None) -> Plan:
+               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
         query = self._content(query, "query")
         self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
@@ -432,13 +461,15 @@ class Engine:
         else:
             vector = None
         terms_of_query = tuple(query_terms(query))
-        if as_of is None:
+        if valid_at is not None:
+            valid_at = require_aware(valid_at, "valid_at")
+        if as_of is None and valid_at is None:
             request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                     terms_of_query, now, max(CANDIDATES, top_k))
             candidates = yield _backend("search", request)
         else:
             candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
-                                                          filter)
+                                                          filter, valid_at)
         hits = self.rank(candidates, now, vector_mode=vector is not None, explain=explain)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
@@ -452,18 +483,19 @@ class Engine:
                     for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
         if explain and hits:
             yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
-        if self.scoring.reinforce and hits and as_of is None:  # looking at the past uses nothing now
+        if self.scoring.reinforce and hits and as_of is None and valid_at is None:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
         return RecallResult(hits)
 
     def _past_candidates(self, at: datetime, vector: np.ndarray | None, query: Sequence[str], user_id: str | None,
-                         agent_id: str | None, category: str | None, filter: dict[str, Any] | None) -> Plan:
+                         agent_id: str | None, category: str | None, filter: dict[str, Any] | None,
+                         valid_at: datetime | None) -> Plan:
         """Recall candidates from the store as it stood at `at`: every version current then, its
         cosine from its stored vector (a version whose content changed since is embedded again) and
         its BM25 over those versions, relative to the best match as the full-text search gives it."""
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id)
+        rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
         if not rows:
             return []
         similarities: builtins.list[float | None] = [None] * len(rows)
@@ -731,9 +763,13 @@ class Engine:
 
     def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
         """The older memory takes the newer truth as its next version; the newer copy retires."""
+        # The newer truth holds from when it says, else from when it was said: that closes the older one's validity.
         metadata = {**older.metadata, **newer.metadata,
                     "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
-                    "superseded_by": newer.memory_id}
+                    "superseded_by": newer.memory_id, "valid_from": valid_from(newer).isoformat()}
+        metadata.pop("valid_to", None)
+        if "valid_to" in newer.metadata:
+            metadata["valid_to"] = newer.metadata["valid_to"]
         vector = None
         if self.embedder is not None:
             raw = yield Op("embed", "embed", ([newer.content],))
@@ -889,6 +925,31 @@ class Engine:
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))
+
+
+def valid_from(record: MemoryRecord) -> datetime:
+    """When the memory's fact began to hold in the world: its `valid_from` (metadata, ISO-8601),
+    else when it was stated (a first version's creation, a later version's writing)."""
+    declared = _metadata_time(record, "valid_from")
+    if declared is not None:
+        return declared
+    return record.created_at if record.version == 1 else record.updated_at
+
+
+def valid_to(record: MemoryRecord) -> datetime | None:
+    """When the memory's fact stopped holding (its `valid_to`), or None: it still holds."""
+    return _metadata_time(record, "valid_to")
+
+
+def _metadata_time(record: MemoryRecord, key: str) -> datetime | None:
+    value = record.metadata.get(key)
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def _sequence(value: Any, what: str) -> builtins.list[Any]:

@@ -632,6 +632,9 @@ class Save(Operation[MemoryRecord]):
     expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
     idempotency_key: str | None = Field(default=None, description="Retries with the same key return the same memory.")
     vector: Sequence[float] | None = Field(default=None, description="Your own embedding (the store's model and dimension).")
+    valid_from: Timestamp | None = Field(
+        default=None, description="Since when the fact holds in the world (default: when it is saved).")
+    valid_to: Timestamp | None = Field(default=None, description="Until when the fact held (default: still holds).")
 
 
 class SaveMany(Operation[list[MemoryRecord]]):
@@ -683,6 +686,8 @@ class Recall(Operation[RecallResult]):
         default=False, description="Give each hit the parts of its score (`explanation`).")
     as_of: Timestamp | None = Field(
         default=None, description="Recall from the store as it stood then (versions current then, live scores then).")
+    valid_at: Timestamp | None = Field(
+        default=None, description="Only what held in the world then, each memory in its version valid then.")
 
 
 class Nearest(Operation[NearestResult]):
@@ -808,6 +813,8 @@ class ListMemories(Operation[list[MemoryRecord]]):
     limit: Annotated[int, Field(strict=True, ge=1, le=10_000)] = 100
     offset: Annotated[int, Field(strict=True, ge=0)] = 0
     as_of: Timestamp | None = Field(default=None, description="The memories as they stood then.")
+    valid_at: Timestamp | None = Field(
+        default=None, description="Only what held in the world then, each memory in its version valid then.")
 
 
 class Update(Operation[MemoryRecord]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -700,3 +700,30 @@ class MemoryConformance:
     def test_as_of_must_be_aware(self, mem: Any) -> None:
         with pytest.raises(NaiveDatetimeError):
             call(mem.recall("blue", user_id="ann", as_of=datetime(2026, 1, 1)))
+
+    # -- validity time ----------------------------------------------------------------------
+    def test_what_held_in_february_is_recalled_after_a_supersession(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("My favourite colour is blue", user_id="ann", category="preference"))
+        february = clock.advance(days=40)
+        clock.advance(days=30)
+        march_first = february + timedelta(days=19)
+        call(mem.save("My favourite colour is now black", user_id="ann", category="preference",
+                      valid_from=march_first))
+        call(mem.consolidate())
+        question = "What is my favourite colour?"
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann", valid_at=february))] == [
+            "My favourite colour is blue"]
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann",
+                                                          valid_at=march_first + timedelta(days=1)))] == [
+            "My favourite colour is now black"]
+        (now,) = call(mem.list(user_id="ann", category="preference"))
+        assert now.metadata["valid_from"] == march_first.isoformat()
+
+    def test_a_fact_is_listed_only_within_its_validity(self, mem: Any) -> None:
+        start, end = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        rec = call(mem.save("I live in Paris", user_id="ann", valid_from=start, valid_to=end))
+        assert (rec.metadata["valid_from"], rec.metadata["valid_to"]) == (start.isoformat(), end.isoformat())
+        assert [r.memory_id for r in call(mem.list(user_id="ann", valid_at=datetime(2022, 6, 1, tzinfo=timezone.utc)))
+                ] == [rec.memory_id]
+        assert call(mem.list(user_id="ann", valid_at=datetime(2024, 6, 1, tzinfo=timezone.utc))) == []
+        assert call(mem.list(user_id="ann", valid_at=datetime(2019, 6, 1, tzinfo=timezone.utc))) == []

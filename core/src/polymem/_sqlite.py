@@ -124,13 +124,13 @@ MIGRATIONS: builtins.list[str] = [
     """,
     # 5: deleted memories keep a tombstone (and their versions) for `as_of`, until purged
     """
-    CREATE TABLE memory_tombstones (
+    CREATE TABLE IF NOT EXISTS memory_tombstones (
         memory_id TEXT PRIMARY KEY,
         namespace TEXT NOT NULL,
         user_id TEXT,
         deleted_at INTEGER NOT NULL
     );
-    CREATE INDEX memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
+    CREATE INDEX IF NOT EXISTS memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
     """,
 ]
 

@@ -192,13 +192,13 @@ MIGRATIONS: builtins.list[str] = [
     """,
     # 9: deleted memories keep a tombstone (and their versions) for `as_of`, until purged
     """
-    CREATE TABLE polymem_memory_tombstones (
+    CREATE TABLE IF NOT EXISTS polymem_memory_tombstones (
         memory_id TEXT PRIMARY KEY,
         namespace TEXT NOT NULL,
         user_id TEXT,
         deleted_at TIMESTAMPTZ NOT NULL
     );
-    CREATE INDEX polymem_memory_tombstones_scope ON polymem_memory_tombstones (namespace, user_id, deleted_at);
+    CREATE INDEX IF NOT EXISTS polymem_memory_tombstones_scope ON polymem_memory_tombstones (namespace, user_id, deleted_at);
     """,
 ]
 

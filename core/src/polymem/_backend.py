@@ -143,6 +143,27 @@ def version_at(versions: Iterable[dict[str, Any]], at: datetime) -> MemoryRecord
     return None if best is None else MemoryRecord.from_dict(best)
 
 
+Changed = dict[str, tuple[str, Any, "str | None"]]
+"""Memories written since a moment: id -> (present content, present stored vector, its model)."""
+
+
+def versions_then(wanted: Sequence[str], versions: Mapping[str, Sequence[dict[str, Any]]], changed: Changed,
+                  at: datetime, model_id: str | None,
+                  decode: Callable[[Any], np.ndarray]) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+    """`as_of`'s memories that changed (or were deleted) since `at`: each in its version of `at`
+    (those not yet saved then left out), with the present vector where that version's content
+    is still the present one (`decode` turns the stored vector into an array)."""
+    out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+    for memory_id in wanted:
+        past = version_at(versions.get(memory_id, ()), at)
+        if past is None:
+            continue
+        content, blob, model = changed.get(memory_id, (None, None, None))
+        same = blob is not None and model == model_id and content == past.content
+        out.append((past, decode(blob) if same else None))
+    return out
+
+
 # Recall bonuses arriving within this long of each other are written in one transaction.
 REINFORCE_WINDOW_S = 0.1
 

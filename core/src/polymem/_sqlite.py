@@ -30,11 +30,12 @@ from ._backend import (
     Backend,
     Bookkeeping,
     Candidate,
+    Changed,
     NewRecord,
     SearchRequest,
     bm25_idf,
     selective_terms,
-    version_at,
+    versions_then,
 )
 from ._errors import NotFoundError, StoreClosedError, VersionConflictError
 from ._filters import compile_filter, dumps, from_micros, to_micros
@@ -779,7 +780,7 @@ class SQLiteBackend(Backend):
             scope += f" AND memory_id IN ({', '.join('?' for _ in memory_ids)})"
             params.extend(memory_ids)
         out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        changed: dict[str, tuple[str, bytes | None, str | None]] = {}  # written since: id -> (content, vector, model)
+        changed: Changed = {}
         with self._read() as conn:
             for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE {scope} "
                                     "AND created_at <= ? ORDER BY created_at, rowid", (*params, at_us)):
@@ -798,14 +799,7 @@ class SQLiteBackend(Backend):
                         f"SELECT memory_id, record FROM memory_versions WHERE memory_id IN "
                         f"({', '.join('?' for _ in chunk)})", chunk):
                     versions.setdefault(memory_id, []).append(json.loads(record))
-        for memory_id in wanted:
-            past = version_at(versions.get(memory_id, ()), at)
-            if past is None:
-                continue
-            content, blob, model = changed.get(memory_id, (None, None, None))
-            same = blob is not None and model == model_id and content == past.content
-            out.append((past, np.frombuffer(blob, np.float32) if same and blob is not None else None))
-        return out
+        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
 
     # -- search -------------------------------------------------------------------------------
     def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:

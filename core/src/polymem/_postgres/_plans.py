@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Candidate, NewRecord, SearchRequest, selective_terms, version_at
+from .._backend import Candidate, Changed, NewRecord, SearchRequest, selective_terms, versions_then
 from .._errors import NotFoundError, VersionConflictError
 from .._filters import dumps
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -295,7 +295,7 @@ class Plans:
             scope += " AND memory_id = ANY(%s)"
             params.append(builtins.list(memory_ids))
         out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        changed: dict[str, tuple[str, bytes | None, str | None]] = {}  # written since: id -> (content, vector, model)
+        changed: Changed = {}
         for row in (yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
                             f"WHERE {scope} AND created_at <= %s ORDER BY created_at, id", (*params, at))):
             record = row_to_record(row)
@@ -312,14 +312,7 @@ class Plans:
             for memory_id, record_json in (yield Q("SELECT memory_id, record FROM polymem_memory_versions "
                                                    "WHERE memory_id = ANY(%s)", (wanted,))):
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
-        for memory_id in wanted:
-            past = version_at(versions.get(memory_id, ()), at)
-            if past is None:
-                continue
-            content, blob, model = changed.get(memory_id, (None, None, None))
-            same = blob is not None and model == model_id and content == past.content
-            out.append((past, vector_from_bytes(blob) if same and blob is not None else None))
-        return out
+        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
 
     def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
         owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s UNION ALL "

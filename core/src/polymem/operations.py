@@ -1059,6 +1059,7 @@ class AuditReplay(Operation[dict[str, Any]]):
     name = "audit_replay"
     route = "POST /v1/audit/replay"
     codec = Codec(ReplayOut, dict, dict)
+    statuses = (404,)
     idempotent = True
     permission = "admin"
     service_only = True

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from . import operations as ops
 from ._errors import InvalidInput, PolymemError, StoreClosedError
@@ -133,6 +133,9 @@ def request_plan(op: ops.Operation[Any]) -> Plan[Request, Any]:
             path = path.replace("{" + key + "}", quote(value, safe=""))
         else:
             body[key] = args[key]
+    if method == "GET" and any(v is not None for v in body.values()):  # GET parameters travel in the query
+        path += "?" + urlencode({k: v.isoformat() if isinstance(v, datetime) else v
+                                 for k, v in body.items() if v is not None})
     req = Request(method, path, None if method == "GET" or not body else body, retry=op.is_retry_safe(),
                   missing_ok=op.missing_is_none)
     if op.streams == "response":

@@ -223,6 +223,7 @@ class Memory(_Store):
     update = SyncOperation(ops.Update)
     set_status = SyncOperation(ops.SetStatus)
     delete = SyncOperation(ops.Delete)
+    purge = SyncOperation(ops.Purge)
     history = SyncOperation(ops.History)
     ingest = SyncOperation(ops.Ingest)
     consolidate = SyncOperation(ops.Consolidate)
@@ -236,6 +237,7 @@ class Memory(_Store):
     unblock_source = SyncOperation(ops.UnblockSource)
     blocked_sources = SyncOperation(ops.BlockedSources)
     release = SyncOperation(ops.Release)
+    audit_replay = SyncOperation(ops.AuditReplay)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -291,6 +293,7 @@ class AsyncMemory(_Store):
     update = AsyncOperation(ops.Update)
     set_status = AsyncOperation(ops.SetStatus)
     delete = AsyncOperation(ops.Delete)
+    purge = AsyncOperation(ops.Purge)
     history = AsyncOperation(ops.History)
     ingest = AsyncOperation(ops.Ingest)
     consolidate = AsyncOperation(ops.Consolidate)
@@ -304,6 +307,7 @@ class AsyncMemory(_Store):
     unblock_source = AsyncOperation(ops.UnblockSource)
     blocked_sources = AsyncOperation(ops.BlockedSources)
     release = AsyncOperation(ops.Release)
+    audit_replay = AsyncOperation(ops.AuditReplay)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",

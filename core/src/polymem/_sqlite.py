@@ -14,13 +14,12 @@ import builtins
 import hashlib
 import heapq
 import json
-import math
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,12 @@ from ._backend import (
     Backend,
     Bookkeeping,
     Candidate,
+    Changed,
     NewRecord,
     SearchRequest,
+    bm25_idf,
     selective_terms,
+    versions_then,
 )
 from ._errors import (
     InvalidURLError,
@@ -130,6 +132,16 @@ MIGRATIONS: builtins.list[str] = [
     CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');
     DELETE FROM meta WHERE key = 'analyzer';
     """,
+    # 5: deleted memories keep a tombstone (and their versions) for `as_of`, until purged
+    """
+    CREATE TABLE IF NOT EXISTS memory_tombstones (
+        memory_id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        user_id TEXT,
+        deleted_at INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -197,11 +209,9 @@ def fts_row(namespace: str, user_id: str | None, terms: Sequence[str]) -> tuple[
     return f"{namespace_token(namespace)} {scope_token(namespace, user_id)}", " ".join(terms)
 
 
-def fts5_idf(rows: int, with_term: int) -> float:
-    """The inverse document frequency FTS5's bm25() multiplies a term's share by (the
-    scope's is computed alike, so a scope holding every row ranks exactly as bm25() does)."""
-    odds = (rows - with_term + 0.5) / (with_term + 0.5)  # a cached count may lag: never log(<= 0)
-    return math.log(odds) if odds > 1 else 1e-6
+fts5_idf = bm25_idf
+"""The inverse document frequency FTS5's bm25() multiplies a term's share by (the scope's is
+computed alike, so a scope holding every row ranks exactly as bm25() does)."""
 
 
 def _varint(blob: bytes) -> int:
@@ -239,6 +249,19 @@ def _record_values(record: MemoryRecord) -> tuple[Any, ...]:
         None if record.expire_at is None else to_micros(record.expire_at), record.embedding_model,
         record.version, record.status,
     )
+
+
+def matching(records: Sequence[MemoryRecord], filter: dict[str, Any]) -> set[str]:
+    """The ids of the records a recall/list filter keeps, by the very SQL the SQLite store runs
+    (a table of these records in an in-memory database): for records that are no table's rows,
+    such as the past versions `as_of` reads."""
+    sql, params = compile_filter(filter)
+    if not sql:
+        return {r.memory_id for r in records}
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute(f"CREATE TABLE m ({_RECORD_COLUMNS})")
+        conn.executemany(f"INSERT INTO m VALUES ({', '.join('?' * 19)})", [_record_values(r) for r in records])
+        return {row[0] for row in conn.execute(f"SELECT m.memory_id FROM m WHERE {sql}", params)}
 
 
 def _dedupe_key(item: NewRecord) -> tuple[Any, ...]:
@@ -790,24 +813,81 @@ class SQLiteBackend(Backend):
                              (*fts_row(namespace, new.user_id, terms), row[0]))
         return new
 
-    def delete(self, namespace: str, memory_id: str) -> bool:
+    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str) -> MemoryRecord | None:
+        """Delete a memory's live row and full-text row (the vector caches follow); the record it held."""
+        found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+        row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
+                           (namespace, memory_id)).fetchone()
+        if row is None:
+            return None
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
+        conn.execute("INSERT INTO tombstones(row_id, seq) VALUES (?, ?)", (row[0], self._next_seq(conn)))
+        return found[0]
+
+    def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
         with self._write() as conn:
-            row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
-                               (namespace, memory_id)).fetchone()
-            if row is None:
+            record = self._remove_row(conn, namespace, memory_id)
+            if record is None:
                 return False
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
-            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
-            conn.execute("INSERT INTO tombstones(row_id, seq) VALUES (?, ?)", (row[0], self._next_seq(conn)))
+            self._keep_version(conn, record)
+            conn.execute("INSERT OR REPLACE INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) "
+                         "VALUES (?, ?, ?, ?)", (memory_id, namespace, record.user_id,
+                                                 to_micros(now or datetime.now(timezone.utc))))
         return True
+
+    def purge(self, namespace: str, memory_id: str) -> bool:
+        with self._write() as conn:
+            removed = self._remove_row(conn, namespace, memory_id) is not None
+            tombstone = conn.execute("DELETE FROM memory_tombstones WHERE memory_id = ? AND namespace = ? "
+                                     "RETURNING memory_id", (memory_id, namespace)).fetchone()
+            if removed or tombstone is not None:
+                conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+        return removed or tombstone is not None
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         with self._read() as conn:
             found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
-            if not found:
+            if found:
+                versions = self._versions(conn, found[0])
+            elif conn.execute("SELECT 1 FROM memory_tombstones WHERE memory_id = ? AND namespace = ?",
+                              (memory_id, namespace)).fetchone():
+                versions = [json.loads(r[0]) for r in conn.execute(
+                    "SELECT record FROM memory_versions WHERE memory_id = ? ORDER BY version", (memory_id,))]
+            else:
                 return []
-            versions = self._versions(conn, found[0])
         return [MemoryRecord.from_dict(v) for v in versions]
+
+    def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        at_us = to_micros(at)
+        scope, params = "namespace = ?", [namespace]
+        if user_id is not None:
+            scope += " AND user_id = ?"
+            params.append(user_id)
+        if memory_ids is not None:
+            scope += f" AND memory_id IN ({', '.join('?' for _ in memory_ids)})"
+            params.extend(memory_ids)
+        out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        changed: Changed = {}
+        with self._read() as conn:
+            for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE {scope} "
+                                    "AND created_at <= ? ORDER BY created_at, rowid", (*params, at_us)):
+                if row[12] > at_us:  # updated_at: a later version; the one of `at` is among the kept ones
+                    changed[row[0]] = (row[5], row[19], row[16])
+                    continue
+                vector = row[19] if row[19] is not None and row[16] == model_id else None
+                out.append((_row_to_record(row[:19]), None if vector is None else np.frombuffer(vector, np.float32)))
+            deleted = [r[0] for r in conn.execute(f"SELECT memory_id FROM memory_tombstones WHERE {scope} "
+                                                  "AND deleted_at > ?", (*params, at_us))]
+            wanted = [*changed, *deleted]
+            versions: dict[str, builtins.list[dict[str, Any]]] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                for memory_id, record in conn.execute(
+                        f"SELECT memory_id, record FROM memory_versions WHERE memory_id IN "
+                        f"({', '.join('?' for _ in chunk)})", chunk):
+                    versions.setdefault(memory_id, []).append(json.loads(record))
+        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
 
     # -- search -------------------------------------------------------------------------------
     def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:
@@ -891,6 +971,10 @@ class SQLiteBackend(Backend):
         sims = np.concatenate(found_sims)
         order = np.argsort(-sims)[: request.limit]
         return {int(ids[i]): float(sims[i]) for i in order}
+
+    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        with self._read() as conn:
+            return self._fts_row_count(conn), self._document_frequencies(conn, terms)
 
     def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many rows hold each term; cached (counting a common term reads its whole posting list)

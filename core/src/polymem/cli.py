@@ -197,6 +197,43 @@ def _print_records(records: Sequence[MemoryRecord]) -> None:
 def _print_hits(hits: Sequence[RecallHit]) -> None:
     for hit in hits:
         click.echo(f"{hit.score:.3f}  {hit.memory.memory_id}  [{hit.memory.category}] {hit.memory.content}")
+    if any(hit.explanation is not None for hit in hits):
+        _print_explanations(hits)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _print_explanations(hits: Sequence[RecallHit]) -> None:
+    """`recall --explain`: one row per hit, every part of its score."""
+    columns = ("#", "score", "cosine", "text", "terms (weight)", "relev.", "by", "base", "age d", "half-life",
+               "decay", "access", "live", "trust")
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        why = hit.explanation or {}
+        live, text = why.get("live", {}), why.get("text", {})
+        terms = " ".join(f"{t['term']}({t['weight']:.2f}{'' if t['searched'] else ', common'})"
+                         for t in text.get("terms", []))
+        trust = why.get("trust", {})
+        marks = [trust.get("level") or "", *trust.get("flags", []),
+                 *(["guard ok"] if trust.get("guard") == [] else [])]
+        rows.append((str(rank), _figure(hit.score), _figure(why.get("similarity")), _figure(text.get("rank")),
+                     terms or "-", _figure(hit.relevance), why.get("relevance", {}).get("admitted_by", "-"),
+                     _figure(live.get("base")), f"{live.get('age_days', 0):.1f}", f"{live.get('half_life_days', 0):g}",
+                     _figure(live.get("decay_factor")), _figure(live.get("access_bonus")), _figure(hit.live_score),
+                     " ".join(m for m in marks if m) or "-"))
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    click.echo()
+    for line in (columns, *rows):
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+    first = hits[0].explanation or {}
+    if first:
+        relevance, blend = first["relevance"], first["blend"]
+        mix = (f"relevance = {relevance['vector_weight']} x cosine + {1 - relevance['vector_weight']:.1f} x text"
+               if relevance["mode"] == "hybrid" else "relevance = text rank (lexical mode)")
+        click.echo(f"\n{mix}; {blend['formula']} (live_weight {blend['live_weight']}); "
+                   f"live = base x decay + access, at {first['live']['at']}")
 
 
 def _print_versions(versions: Sequence[MemoryRecord]) -> None:
@@ -211,6 +248,7 @@ table_command(ops.Get, text=lambda rec: click.echo(json.dumps(rec.to_dict(), ens
 table_command(ops.History, text=_print_versions, as_json=lambda vs: [v.to_dict() for v in vs],
               missing="no memory {memory_id}")
 table_command(ops.Delete, text=lambda done: click.echo("deleted"), missing="no memory {memory_id}")
+table_command(ops.Purge, text=lambda done: click.echo("purged"), missing="no memory {memory_id}")
 table_command(ops.ListMemories, name="list", text=_print_records)
 table_command(ops.Update, embeds=True, text=_print_record)
 table_command(ops.SetStatus, text=_print_record)

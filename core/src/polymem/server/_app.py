@@ -21,7 +21,7 @@ from fastapi import Depends, FastAPI, Header, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -131,12 +131,19 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     A streamed request (import) arrives as JSON lines, spooled before the operation runs; a
     streamed answer (export) leaves as JSON lines with the count in `x-polymem-count`."""
     method, path = op.route.split(" ", 1)
-    body_model = op.body_model()
+    body_model, query_model = op.body_model(), op.query_model()
     path_fields = [k for k in op.wire_fields() if "{" + k + "}" in path]
+    query_fields = list(op.query_fields())
 
     async def endpoint(ctx: Context, request: Request, body: BaseModel | None = None,
-                       **path_values: str) -> Response:
+                       **path_values: str | None) -> Response:
         values: dict[str, Any] = dict(body) if body is not None else {}
+        query = {k: path_values.pop(k) for k in query_fields if path_values.get(k) is not None}
+        if query_model is not None:
+            try:
+                values.update(dict(query_model.model_validate(query)))
+            except ValidationError as exc:  # answered as a malformed body is
+                raise RequestValidationError(exc.errors()) from None
         values.update(path_values)
         if op.streams == "request":
             # Checked before the upload is read, not only by the service once it is spooled.
@@ -165,6 +172,8 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     if body_model is not None:
         params.append(inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=body_model))
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str) for k in path_fields]
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None)
+               for k in query_fields]
     vars(endpoint)["__signature__"] = inspect.Signature(params, return_annotation=Response)
     statuses = (*(BODY if body_model is not None or op.streams else ()), *op.statuses,
                 *((404,) if op.missing_is_none else ()))

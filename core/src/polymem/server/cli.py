@@ -7,6 +7,7 @@
     polymem token revoke <token-id>
     polymem audit verify
     polymem audit show --memory <memory-id>
+    polymem audit replay <entry>          # what a past recall gave the agent, verified
     polymem source block tool:web --reason "prompt injection seen" && polymem source unblock tool:web
 
 Tokens, quarantined sources and the audit log live in `<store file>.auth.db`
@@ -255,6 +256,41 @@ def audit_show(url: str | None, auth_db: str | None, memory_id: str | None, limi
         target = e["memory_id"] or (f"{len(e['refs'])} memories" if e["refs"] else "-")
         digest = (e["content_sha256"] or "")[:12]
         click.echo(f"{e['seq']:>6} {e['at']} {e['actor']:<14} {e['action']:<15} {target:<36} {digest} {e['request_id'] or ''}")
+
+
+@audit.command("replay")
+@_common
+@click.argument("entry", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def audit_replay(url: str | None, auth_db: str | None, entry: int, as_json: bool) -> None:
+    """Show what recall ENTRY (its sequence number) gave the agent, checked against the hash chain and
+    the content digests recorded; exit status 1 if anything does not match."""
+    from .._memory import open as open_store
+    from ._replay import recall_entry, replay
+
+    _, log = _open_auth(url, auth_db)
+    found, problems = recall_entry(log, entry)
+    mem = open_store(_store_url(url), namespace=found["namespace"], embedder=None)
+    try:
+        histories = {given["memory_id"]: mem.history(given["memory_id"]) for given in found["detail"]["returned"]}
+    finally:
+        mem.close()
+    report = replay(found, problems, histories)
+    if as_json:
+        _echo_json(report)
+    else:
+        click.echo(f"entry {found['seq']}: recall by {found['actor']} at {found['at']} in {found['namespace']!r}, "
+                   f"query sha256 {found['content_sha256'][:12]}"
+                   + (f", as of {found['detail']['as_of']}" if found["detail"].get("as_of") else ""))
+        for rank, given in enumerate(report["memories"], start=1):
+            content = given["memory"]["content"] if given["memory"] else "(gone)"
+            click.echo(f"{rank:>3}  {given['score']:.3f}  {given['memory_id']}  v{given['version']}  "
+                       f"{given['state']:<15} {content}")
+        for problem in problems:
+            click.echo(f"chain: entry {problem['seq']}: {problem['problem']}")
+        click.echo("verified" if report["verified"] else "NOT verified")
+    if not report["verified"]:
+        sys.exit(1)
 
 
 @click.group("source", cls=_Errors)

@@ -78,7 +78,13 @@ class _Errors(click.Group):
 def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
           on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float) -> None:
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
-    import uvicorn
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        from .._errors import missing_extra
+
+        raise missing_extra(exc.name or "uvicorn", "server") from exc
 
     from ._app import create_app
     from ._guard import WritePolicy

@@ -357,10 +357,17 @@ def model() -> None:
 
 @model.command("export")
 @click.option("--to", "target", default=None, help="Folder (default: polymem's data folder).")
-def model_export(target: str | None) -> None:
+@click.option("--if-missing", is_flag=True, help="Do nothing when the folder already holds an exported model.")
+def model_export(target: str | None, if_missing: bool) -> None:
     """Build the fast path: all-MiniLM-L6-v2 as ONNX, int8 per channel (needs torch once)."""
-    from ._embedders import export_onnx_model
+    from pathlib import Path
 
+    from ._embedders import export_onnx_model, onnx_model_dir
+
+    existing = Path(target) if target else onnx_model_dir()
+    if if_missing and (existing / "model.onnx").exists():
+        click.echo(f"already exported in {existing}")
+        return
     path = export_onnx_model(target, progress=lambda step: click.echo(f"… {step}", err=True))
     click.echo(f"exported to {path}; new processes now embed on onnxruntime")
 

@@ -28,6 +28,10 @@ demo: install fast-path
 	$(PY) examples/cross_framework.py
 	$(PY) examples/demo.py
 
+# Run the example notebooks and save them with their outputs (what a reader sees on GitHub).
+notebooks: install
+	$(PY) scripts/notebooks.py
+
 # The whole suite in .venv (every adapter at the latest versions), then each adapter alone at the
 # lowest versions of its framework, in its own .venv-matrix/<adapter>-lowest (built with uv, rebuilt
 # when compat_matrix.yaml or a pyproject changes): both ends of compat_matrix.yaml.

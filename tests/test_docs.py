@@ -250,6 +250,20 @@ def test_the_one_memory_example_shares_ann_memories_with_three_frameworks_and_no
     assert bob.count("(no memory)") == 3 and "peanuts" not in bob, bob
 
 
+NOISE = ("Traceback", "Loading weights", "IProgress", "TqdmWarning", "DeprecationWarning", "UserWarning")
+
+
+@pytest.mark.parametrize("notebook", sorted(ROOT.glob("examples/*/*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_are_committed_with_their_outputs_and_no_noise(notebook: Path) -> None:
+    import nbformat
+
+    cells = [c for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code"]
+    printing = [c for c in cells if "print(" in c.source]
+    assert printing and all(c.get("outputs") for c in printing), f"run `make notebooks` ({notebook.name})"
+    text = json.dumps([c.get("outputs") for c in cells])
+    assert not [word for word in NOISE if word in text], f"{notebook.name} shows noise"
+
+
 if __name__ == "__main__":  # `python tests/test_docs.py`: the count of documentation code blocks
     found = all_blocks()
     skipped = [b for b in found if b.not_run is not None]

@@ -114,6 +114,12 @@ def test_an_unknown_url_scheme_fails_at_once_naming_the_valid_ones() -> None:
     assert "InvalidURLError" in result.output and "sqlite://" in result.output and "http://" in result.output
 
 
+def test_model_export_if_missing_keeps_an_exported_model(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"built before")
+    assert "already exported" in run("model", "export", "--to", str(tmp_path), "--if-missing")
+    assert (tmp_path / "model.onnx").read_bytes() == b"built before"
+
+
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
     out = []
     for name, command in group.commands.items():

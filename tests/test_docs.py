@@ -250,6 +250,16 @@ def test_the_one_memory_example_shares_ann_memories_with_three_frameworks_and_no
     assert bob.count("(no memory)") == 3 and "peanuts" not in bob, bob
 
 
+def test_the_api_signature_listings_name_real_methods() -> None:
+    import polymem
+
+    listings = [b.body for b in blocks(ROOT / "docs" / "api.md") if b.not_run == "signatures, not calls"]
+    owners = {"mem": polymem.Memory, "ses": polymem.Session}
+    named = {(owner, name) for body in listings for owner, name in re.findall(r"^(mem|ses)\.(\w+)", body, re.M)}
+    assert len(named) > 20
+    assert [f"{o}.{n}" for o, n in sorted(named) if not hasattr(owners[o], n)] == []
+
+
 NOISE = ("Traceback", "Loading weights", "IProgress", "TqdmWarning", "DeprecationWarning", "UserWarning")
 
 

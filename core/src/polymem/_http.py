@@ -32,9 +32,9 @@ from ._plan import Plan, adrive, drive
 try:
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    from ._errors import MissingDependencyError
+    from ._errors import missing_extra
 
-    raise MissingDependencyError("the HTTP client needs httpx: pip install 'polymem[http]'") from exc
+    raise missing_extra("httpx", "http") from exc
 
 from .server._errors import ServiceUnavailableError, error_type
 from .server._limits import MAX_EMBED_CHARS

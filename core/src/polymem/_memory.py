@@ -89,8 +89,7 @@ def make_session_store(url: str, *, asynchronous: bool = False) -> AnySessionSto
 
 def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBackend:
     """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme."""
-    if not isinstance(url, str) or "://" not in url:
-        raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
+    check_url(url)
     parsed = urlparse(url)
     scheme = parsed.scheme.split("+")[0]
     if scheme == "memory":
@@ -114,16 +113,32 @@ def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBack
                              durability=options.get("durability", "normal"))
     spec = (ASYNC_BACKENDS.get(scheme) if asynchronous else None) or BACKENDS.get(scheme) or _entry_point(scheme)
     if spec is None:
-        hint = {"http": "server", "https": "server"}.get(scheme)
-        extra = f" Install it with `pip install polymem[{hint}]`." if hint else ""
-        raise InvalidURLError(f"no backend for {scheme!r} URLs.{extra}")
+        raise _unknown_scheme(url)
     return cast(Backend, _load_factory(spec)(url))
 
 
-def _entry_point(scheme: str) -> str | None:
+def _unknown_scheme(url: str) -> InvalidURLError:
+    schemes = sorted({*BACKENDS, "http", "https", *(ep.name for ep in _backend_entry_points())})
+    return InvalidURLError(f"no store for {url!r}: the URL schemes are {', '.join(s + '://' for s in schemes)}")
+
+
+def check_url(url: str) -> None:
+    """Reject a URL no store can open, before anything slow (loading the embedding model) happens."""
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
+    scheme = urlparse(url).scheme.split("+")[0]
+    if scheme not in BACKENDS and scheme not in ("http", "https") and _entry_point(scheme) is None:
+        raise _unknown_scheme(url)
+
+
+def _backend_entry_points() -> Any:
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group="polymem.backends"):
+    return entry_points(group="polymem.backends")
+
+
+def _entry_point(scheme: str) -> str | None:
+    for ep in _backend_entry_points():
         if ep.name == scheme:
             return str(ep.value)
     return None
@@ -457,6 +472,7 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
     """What carries a store's operations: HTTP to a service, or the engine over a backend."""
     url, from_url = split_namespace(url or default_url())
     namespace = from_url if from_url and namespace == "default" else namespace
+    check_url(url)
     if _is_http(url):
         configured = {"clock": clock, "scoring": scoring, "extractor": extractor, "summarizer": summarizer,
                       "token_counter": token_counter, "judge": judge, "working_memory": working_memory}

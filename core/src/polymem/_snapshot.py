@@ -44,23 +44,21 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
     check_label(user_id, "user_id", optional=True)
     stream, owned = _open_binary(target, "w")
     try:
-        model = engine.embedder.model_id if engine.embedder else None
-        header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
-                  "namespace": engine.namespace, "embedding_model": model,
-                  "dimension": engine.embedder.dimension if engine.embedder else None}
-        stream.write(_line(header))
         yield _backend("flush")
+        page = yield _backend("export_page", engine.namespace, user_id, 0, 500)
+        model, dimension = _vector_model(engine, page)
+        header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
+                  "namespace": engine.namespace, "embedding_model": model, "dimension": dimension}
+        stream.write(_line(header))
         count, after = 0, 0
-        while True:
-            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
-            if not page:
-                break
+        while page:
             for row in page:
                 after = row.pop("cursor")
                 stream.write(_line({"type": "memory", **row}))
             count += len(page)
             if progress:
                 progress(len(page))
+            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
         sessions = yield _backend("export_sessions", engine.namespace, user_id)
         for session in sessions:
             stream.write(_line({"type": "session", **session}))
@@ -70,6 +68,17 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
         if owned:
             stream.close()
     return count
+
+
+def _vector_model(engine: Engine, page: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+    """The embedding model and dimension of the snapshot: the store's embedder's, else (a store opened
+    without one, as `polymem export` does) those of the first exported row that carries a vector."""
+    if engine.embedder is not None:
+        return engine.embedder.model_id, engine.embedder.dimension
+    for row in page:
+        if row.get("vector") is not None:
+            return row["record"].get("embedding_model"), len(row["vector"])
+    return None, None
 
 
 def _line(obj: dict[str, Any]) -> bytes:

@@ -86,7 +86,13 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
           on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float,
           rate: float, burst: float, max_embed_chars: int) -> None:
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
-    import uvicorn
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        from .._errors import missing_extra
+
+        raise missing_extra(exc.name or "uvicorn", "server") from exc
 
     from ._app import create_app
     from ._guard import WritePolicy

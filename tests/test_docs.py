@@ -76,9 +76,9 @@ def all_blocks() -> list[Block]:
 
 # -- the models a reader brings, as offline stand-ins ------------------------------------------------
 
-def _scripted() -> types.ModuleType:
-    path = ROOT / "adapters" / "semantic_kernel" / "tests" / "scripted.py"
-    spec = importlib.util.spec_from_file_location("polymem_docs_scripted", path)
+def _scripted(adapter: str = "semantic_kernel") -> types.ModuleType:
+    path = ROOT / "adapters" / adapter / "tests" / "scripted.py"
+    spec = importlib.util.spec_from_file_location(f"polymem_docs_scripted_{adapter}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -108,6 +108,10 @@ def _sk_chat_service() -> Any:
     return _scripted().ScriptedChatCompletion(["Noted!"] * 100)
 
 
+def _agent_framework_client() -> Any:
+    return _scripted("agent_framework").ScriptedChatClient(*["Noted!"] * 100)
+
+
 def _sk_embedding_service() -> Any:
     from polymem.testing import local_embedder
 
@@ -119,6 +123,7 @@ STAND_INS: dict[str, Callable[[], Any]] = {
     "model_client": _autogen_client,
     "llm": _llamaindex_llm,
     "my_chat_service": _sk_chat_service, "embedding_service": _sk_embedding_service,
+    "my_chat_client": _agent_framework_client, "chat_client": _agent_framework_client,
 }
 
 

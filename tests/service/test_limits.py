@@ -120,3 +120,17 @@ def test_the_client_splits_a_large_embedding_into_requests_the_service_accepts(d
     mem = d.client("loopback-sync")
     vectors = mem.embedder.embed([TEXT] * 10)  # 40,000 characters: two requests
     assert len(vectors) == 10 and counting.embedded == 10
+
+
+@pytest.mark.parametrize("mode", ["loopback-sync", "loopback-async"])
+async def test_the_client_waits_out_a_429_and_sends_again(deploy: Any, mode: str) -> None:
+    d = deploy()
+    d.app = create_app(d.service, rate=4, burst=2)
+    mem = d.client(mode)
+    started = time.monotonic()
+    for i in range(4):  # the third and fourth are refused once, then sent again after Retry-After
+        saved = mem.save(f"fact number {i}", user_id="ann")
+        if mode == "loopback-async":
+            saved = await saved
+        assert saved.content == f"fact number {i}"
+    assert time.monotonic() - started >= 1.0  # Retry-After is at least a second

@@ -41,6 +41,7 @@ from .server._limits import MAX_EMBED_CHARS
 
 R = TypeVar("R")
 RETRY_STATUSES = (502, 503, 504)
+MAX_RETRY_AFTER = 30.0  # seconds: a longer Retry-After is the caller's to wait out
 
 
 def _embed_batches(texts: Sequence[str]) -> Iterator[builtins.list[str]]:
@@ -162,7 +163,10 @@ def request_plan(op: ops.Operation[Any]) -> Plan[Request, Any]:
 
 
 class _Retry(Exception):
-    pass
+    """The answer says to send the request again after `delay` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
 
 
 def _chunks(source: Any) -> Any:
@@ -314,6 +318,22 @@ class HttpTransport:
             self._info = cast("dict[str, Any]", await self._asend(Request("GET", "/v1/info", retry=True)))
         return cast(R, await adrive(request_plan(op), self._asend))
 
+    def _again_after(self, response: httpx.Response, req: Request, attempt: int) -> float | None:
+        """Seconds to wait before sending `req` again after this answer, or None to take it.
+
+        A 429 was refused before anything ran, so any request may go again once its Retry-After
+        has passed; a 502/503/504 only a request that is safe to repeat."""
+        if attempt >= self._retries or req.upload is not None:
+            return None
+        if response.status_code == 429:
+            try:
+                return min(max(float(response.headers.get("retry-after", "1")), 0.0), MAX_RETRY_AFTER)
+            except ValueError:
+                return 1.0
+        if response.status_code in RETRY_STATUSES and req.retry:
+            return 0.05 * 2 ** attempt
+        return None
+
     def _give_up(self, req: Request, exc: Exception, attempt: int) -> bool:
         sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
         if attempt >= self._retries or (sent and not req.retry) or req.upload is not None:
@@ -329,9 +349,9 @@ class HttpTransport:
             try:
                 content, headers = _content(req, _chunks)
                 with self._sync_client().stream(req.method, req.path, content=content, headers=headers) as response:
-                    if response.status_code in RETRY_STATUSES and req.retry and attempt < self._retries:
+                    if (delay := self._again_after(response, req, attempt)) is not None:
                         response.read()
-                        raise _Retry()
+                        raise _Retry(delay)
                     if response.status_code == 404 and req.missing_ok:
                         response.read()
                         return None
@@ -342,7 +362,10 @@ class HttpTransport:
                             req.download.write(chunk)
                         return int(response.headers.get("x-polymem-count", "0"))
                     return json.loads(response.read())
-            except (_Retry, httpx.TransportError) as exc:
+            except _Retry as again:
+                time.sleep(again.delay)
+                attempt += 1
+            except httpx.TransportError as exc:
                 self._give_up(req, exc, attempt)
                 time.sleep(0.05 * 2 ** attempt)
                 attempt += 1
@@ -354,9 +377,9 @@ class HttpTransport:
                 content, headers = _content(req, _achunks)
                 async with self._async_client().stream(req.method, req.path, content=content,
                                                        headers=headers) as response:
-                    if response.status_code in RETRY_STATUSES and req.retry and attempt < self._retries:
+                    if (delay := self._again_after(response, req, attempt)) is not None:
                         await response.aread()
-                        raise _Retry()
+                        raise _Retry(delay)
                     if response.status_code == 404 and req.missing_ok:
                         await response.aread()
                         return None
@@ -367,7 +390,10 @@ class HttpTransport:
                             req.download.write(chunk)
                         return int(response.headers.get("x-polymem-count", "0"))
                     return json.loads(await response.aread())
-            except (_Retry, httpx.TransportError) as exc:
+            except _Retry as again:
+                await asyncio.sleep(again.delay)
+                attempt += 1
+            except httpx.TransportError as exc:
                 self._give_up(req, exc, attempt)
                 await asyncio.sleep(0.05 * 2 ** attempt)
                 attempt += 1

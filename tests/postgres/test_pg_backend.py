@@ -574,8 +574,10 @@ def test_models_never_mix(pg_url: str) -> None:
         mem.save("I like blue", user_id="ann")
         other = pg_memory(pg_url, polymem.testing.local_embedder())
         try:
-            with pytest.raises(polymem.ReembedRequiredError):
-                other.recall("blue", user_id="ann")
+            [hit] = other.recall("blue", user_id="ann")
+            assert hit.similarity is None  # found by its text; another model's vector is never compared
+            assert other.reembed() == 1
+            assert other.recall("blue", user_id="ann")[0].similarity is not None
         finally:
             other.close()
     finally:

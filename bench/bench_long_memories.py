@@ -12,13 +12,14 @@ memory its vector(s) are compared by where the memory holding the answer ranks a
   through `recall` on a memory:// store.
 Prints hit@1 and mean reciprocal rank per fact position, and the machine load.
 
-    .venv/bin/python bench/bench_long_memories.py
+    .venv/bin/python bench/bench_long_memories.py [start middle end]
 """
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 
 import numpy as np
@@ -124,7 +125,8 @@ def main() -> None:
     started, load = time.perf_counter(), os.getloadavg()[0]
     print(f"{len(FACTS)} memories of ~{LENGTH:,} characters, one fact each; load {load:.1f} on {os.cpu_count()} cores")
     print(f"{'fact at':8} {'strategy':16} {'hit@1':>6} {'MRR':>6}")
-    for position, where in POSITIONS.items():
+    for position in sys.argv[1:] or POSITIONS:
+        where = POSITIONS[position]
         rng = random.Random(7)
         memories = [long_memory(fact, where, rng) for fact, _ in FACTS]
         chunked = [text_chunks(m) for m in memories]

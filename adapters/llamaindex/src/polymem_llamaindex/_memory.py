@@ -80,9 +80,10 @@ class PolymemMemory(ChatMemoryBuffer):
 
     >>> import polymem
     >>> mem = polymem.open("memory://", embedder=None)
+    >>> _ = mem.save("Ann prefers aisle seats.", user_id="ann")
     >>> memory = PolymemMemory.from_defaults(memory=mem, user_id="ann", chat_store_key="ann-1")
-    >>> memory.put(ChatMessage(role="user", content="I prefer aisle seats."))
-    >>> [m.role.value for m in memory.get(input="book me a seat")]
+    >>> memory.put(ChatMessage(role="user", content="Book me a seat on the Lyon train."))
+    >>> [m.role.value for m in memory.get(input="which seats do I prefer?")]
     ['system', 'user']
     """
 

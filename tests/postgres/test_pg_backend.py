@@ -584,6 +584,30 @@ def test_models_never_mix(pg_url: str) -> None:
         mem.close()
 
 
+class HalfHashEmbedder(HashEmbedder):
+    """HashEmbedder's model id with half its dimensions (a misconfigured process)."""
+
+    dimension = 32
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [vector[:32] for vector in super().embed(texts)]
+
+
+def test_vectors_of_a_model_id_with_another_dimension_are_refused_at_write(pg_url: str) -> None:
+    mem = pg_memory(pg_url, HashEmbedder())
+    try:
+        mem.save("I like blue", user_id="ann")
+        other = pg_memory(pg_url, HalfHashEmbedder())
+        try:
+            with pytest.raises(polymem.DimensionMismatchError):
+                other.save("I like red", user_id="ann")
+        finally:
+            other.close()
+        assert [h.memory.content for h in mem.recall("blue", user_id="ann")] == ["I like blue"]
+    finally:
+        mem.close()
+
+
 # -- concurrency ------------------------------------------------------------------------------------------
 def _threads(n: int, target: Any) -> None:
     errors: list[BaseException] = []

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ADAPTERS := $(patsubst %/pyproject.toml,%,$(wildcard adapters/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-matrix lint typecheck bench clean
+.PHONY: install fast-path demo notebooks test test-matrix lint typecheck bench clean
 
 # requirements-dev.txt pins torch (core's extras state a range); `-c` holds that pin while the
 # extras install, so this venv gets exactly that torch, the one this machine has on disk.
@@ -19,9 +19,18 @@ $(STAMP): requirements-dev.txt core/pyproject.toml compat_matrix.yaml $(wildcard
 
 install: $(STAMP)
 
-demo: install
+# The fast embedding path (ONNX, no torch import: a recall process starts in well under a second),
+# built once into polymem's data folder; every later process's default embedder uses it.
+fast-path: install
+	$(VENV)/bin/polymem model export --if-missing
+
+demo: install fast-path
 	$(PY) examples/cross_framework.py
 	$(PY) examples/demo.py
+
+# Run the example notebooks and save them with their outputs (what a reader sees on GitHub).
+notebooks: install
+	$(PY) scripts/notebooks.py
 
 # The whole suite in .venv (every adapter at the latest versions), then each adapter alone at the
 # lowest versions of its framework, in its own .venv-matrix/<adapter>-lowest (built with uv, rebuilt

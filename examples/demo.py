@@ -23,12 +23,8 @@ def say(text: str = "") -> None:
 
 
 def show(hits: list[polymem.RecallHit]) -> None:
-    if not hits:
-        say("    (nothing relevant)")
-    for rank, hit in enumerate(hits, start=1):
-        sim = "  -  " if hit.similarity is None else f"{hit.similarity:.2f}"
-        say(f"    {rank}. {hit.memory.content!r:45} score {hit.score:.3f} = relevance {hit.relevance:.2f} "
-            f"(cosine {sim}) x live {hit.live_score:.2f}  [{hit.memory.category}]")
+    say(polymem.render_memories(hits, empty="    (nothing relevant)", template=(
+        "    {rank}. {content!r:45} score {score:.3f} = relevance {relevance:.2f} x live {live_score:.2f}  [{category}]")))
 
 
 def main() -> None:

@@ -78,6 +78,48 @@ def test_reembed_gives_old_memories_vectors(url: str) -> None:
         assert mem.recall("colour", user_id="ann")[0].memory.embedding_model == mem.embedder.model_id  # type: ignore[union-attr]
 
 
+def test_get_prints_the_memory_field_by_field(url: str) -> None:
+    memory_id = run("save", "I like blue", "--user", "ann", "--category", "preference", "--url", url,
+                    "--no-embedder").strip()
+    out = run("get", memory_id, "--url", url)
+    assert "content           I like blue" in out and "category          preference" in out
+    assert not out.lstrip().startswith("{")
+
+
+def test_export_and_reembed_print_json_for_scripts(url: str, tmp_path: Path) -> None:
+    run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder")
+    snapshot = tmp_path / "snap.jsonl"
+    assert json.loads(run("export", str(snapshot), "--url", url, "--json")) == {"exported": 1, "path": str(snapshot)}
+    assert json.loads(run("reembed", "--url", url, "--json"))["reembedded"] == 1
+
+
+def test_delete_prints_json_for_scripts(url: str) -> None:
+    memory_id = run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder").strip()
+    assert json.loads(run("delete", memory_id, "--url", url, "--json")) == {"deleted": True}
+
+
+def test_export_header_names_the_model_of_the_rows_vectors(url: str, tmp_path: Path) -> None:
+    with polymem.open(url) as mem:
+        mem.save("I like blue", user_id="ann")
+        model_id, dimension = mem.embedder.model_id, mem.embedder.dimension  # type: ignore[union-attr]
+    snapshot = tmp_path / "snap.jsonl"
+    run("export", str(snapshot), "--url", url)  # opens the store without an embedder
+    header = json.loads(snapshot.read_text().splitlines()[0])
+    assert (header["embedding_model"], header["dimension"]) == (model_id, dimension)
+
+
+def test_an_unknown_url_scheme_fails_at_once_naming_the_valid_ones() -> None:
+    result = CliRunner().invoke(main, ["recall", "blue", "--user", "ann", "--url", "htp://localhost/x"])
+    assert result.exit_code == 1
+    assert "InvalidURLError" in result.output and "sqlite://" in result.output and "http://" in result.output
+
+
+def test_model_export_if_missing_keeps_an_exported_model(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"built before")
+    assert "already exported" in run("model", "export", "--to", str(tmp_path), "--if-missing")
+    assert (tmp_path / "model.onnx").read_bytes() == b"built before"
+
+
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
     out = []
     for name, command in group.commands.items():

@@ -92,7 +92,7 @@ def test_each_operation_is_served_at_its_route_with_its_parameters(op: type[ops.
                                                                     openapi: dict[str, Any]) -> None:
     method, path = op.route.split(" ", 1)
     route = openapi["paths"][path][method.lower()]
-    path_params = {p["name"] for p in route.get("parameters", []) if p["in"] == "path"}
+    path_params = {p["name"] for p in route.get("parameters", []) if p["in"] in ("path", "query")}
     body = route.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     sent = set(_resolve(body, openapi)["properties"]) if body else set()
     expected = set(op.wire_fields())

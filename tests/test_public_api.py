@@ -30,20 +30,6 @@ def test_importing_polymem_loads_no_heavy_dependency() -> None:
     assert out.strip() == "[]"
 
 
-def test_missing_local_model_extra_names_the_pip_line() -> None:
-    code = textwrap.dedent("""
-        import sys
-        sys.modules["sentence_transformers"] = None  # as if not installed
-        import polymem
-        try:
-            polymem.SentenceTransformerEmbedder().embed(["x"])
-        except polymem.MissingDependencyError as exc:
-            print(exc)
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "pip install polymem[local]" in out
-
-
 def test_default_embedder_without_a_model_is_lexical_and_says_so() -> None:
     code = textwrap.dedent("""
         import logging, sys
@@ -57,6 +43,18 @@ def test_default_embedder_without_a_model_is_lexical_and_says_so() -> None:
                           env={"POLYMEM_HOME": "/nonexistent-polymem-home", "PATH": "/usr/bin"})
     assert "EMBEDDER None" in proc.stdout
     assert "lexical only" in proc.stderr and "pip install polymem[local]" in proc.stderr
+
+
+def test_a_store_opened_without_an_embedder_says_so_once() -> None:
+    code = textwrap.dedent("""
+        import logging
+        logging.basicConfig(level=logging.INFO)
+        import polymem
+        polymem.open("memory://a", embedder=None)
+        polymem.open("memory://b", embedder=None)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stderr.count("recall is lexical only") == 1, proc.stderr
 
 
 @pytest.mark.parametrize("url", ["nothing", "sqlite://", "ftp://x", "postgres-ish"])

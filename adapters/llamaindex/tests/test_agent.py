@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polymem
 import pytest
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, JsonSerializer
+
+import polymem
 from polymem_llamaindex import PolymemAsyncChatStore, PolymemChatStore, PolymemMemory, PolymemMemoryBlock
 
 

@@ -7,6 +7,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
 from polymem_llamaindex import PolymemAsyncChatStore
 
 ACTIVE, ARCHIVED = MessageStatus.ACTIVE, MessageStatus.ARCHIVED

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import polymem
 import pytest
 from llama_index.core.base.llms.types import (
     AudioBlock,
@@ -15,6 +14,8 @@ from llama_index.core.base.llms.types import (
     ThinkingBlock,
     ToolCallBlock,
 )
+
+import polymem
 from polymem_llamaindex import UnsupportedContentError, from_polymem, to_polymem
 
 PNG = b"\x89PNG\r\n\x1a\nfake image bytes"

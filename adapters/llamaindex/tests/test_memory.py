@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import polymem
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from llama_index.core.storage.chat_store import SimpleChatStore
+
+import polymem
 from polymem_llamaindex import PolymemAsyncChatStore, PolymemChatStore, PolymemMemory, PolymemMemoryBlock
 
 

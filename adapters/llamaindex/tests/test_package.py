@@ -5,8 +5,9 @@ from __future__ import annotations
 import doctest
 from pathlib import Path
 
-import polymem_llamaindex
 import pytest
+
+import polymem_llamaindex
 from polymem_llamaindex import _chat_store, _memory
 
 

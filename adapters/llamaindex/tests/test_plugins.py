@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import polymem
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms.mock import MockFunctionCallingLLM
+
+import polymem
 from polymem_llamaindex import LlamaIndexEmbedder, LlamaIndexExtractor, LlamaIndexSummarizer
 from polymem_llamaindex._plugins import parse_facts
 

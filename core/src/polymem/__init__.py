@@ -29,9 +29,11 @@ from ._errors import (
     NotSupportedError,
     PermissionDeniedError,
     PolymemError,
+    ReadOnlyStoreError,
     ReembedRequiredError,
     SnapshotError,
     StoreClosedError,
+    StoreUnreadableError,
     VersionConflictError,
 )
 from ._extract import ExtractiveSummarizer, RuleExtractor
@@ -50,7 +52,7 @@ from ._models import (
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
 from ._render import render_memories
-from ._scoring import ScoringPolicy
+from ._scoring import ScoringPolicy, maximal_marginal_relevance
 from ._text import approx_token_count
 
 __version__ = "0.1.0"
@@ -84,6 +86,7 @@ __all__ = [
     "OnnxEmbedder",
     "PermissionDeniedError",
     "PolymemError",
+    "ReadOnlyStoreError",
     "RecallHit",
     "RecallResult",
     "ReembedRequiredError",
@@ -96,6 +99,7 @@ __all__ = [
     "SessionInfo",
     "SnapshotError",
     "StoreClosedError",
+    "StoreUnreadableError",
     "Summarizer",
     "TokenCounter",
     "ToolCall",
@@ -103,6 +107,7 @@ __all__ = [
     "__version__",
     "approx_token_count",
     "default_embedder",
+    "maximal_marginal_relevance",
     "open",
     "open_async",
     "operations",

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import builtins
 import logging
+import math
 import queue
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -23,6 +25,7 @@ import numpy as np
 
 from ._errors import StoreClosedError
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._time import from_iso
 
 if TYPE_CHECKING:
     from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
@@ -100,6 +103,65 @@ def selective_terms(terms: Sequence[str], docs: Mapping[str, int], rows: int, *,
     if not selective and not with_vector and present:
         selective = [min(present, key=lambda t: docs[t])]
     return selective
+
+
+def bm25_idf(rows: int, with_term: int) -> float:
+    """The inverse document frequency BM25 (FTS5's bm25()) weighs a term by, when `with_term` of
+    `rows` memories hold it; `explain` reports it as a matched term's weight."""
+    odds = (rows - with_term + 0.5) / (with_term + 0.5)  # a cached count may lag: never log(<= 0)
+    return math.log(odds) if odds > 1 else 1e-6
+
+
+def bm25_ranks(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.2,
+               b: float = 0.75) -> dict[int, float]:
+    """BM25 of each document (by index) holding a query term, relative to the best one, as the
+    stores' full-text searches rank (FTS5's bm25() figures): for documents no index holds."""
+    wanted = set(query)
+    if not documents or not wanted:
+        return {}
+    counts = [Counter(t for t in doc if t in wanted) for doc in documents]
+    docs = Counter(t for c in counts for t in c)
+    average = sum(len(d) for d in documents) / len(documents) or 1.0
+    idf = {t: bm25_idf(len(documents), n) for t, n in docs.items()}
+    scores = {}
+    for i, (doc, tf) in enumerate(zip(documents, counts)):
+        if tf:
+            norm = k1 * (1 - b + b * len(doc) / average)
+            scores[i] = sum(idf[t] * n * (k1 + 1) / (n + norm) for t, n in tf.items())
+    best = max(scores.values(), default=0.0)
+    return {i: (score / best if best > 0 else 1.0) for i, score in scores.items()}
+
+
+def version_at(versions: Iterable[dict[str, Any]], at: datetime) -> MemoryRecord | None:
+    """The version of one memory current at `at` (the last one written by then), or None when the
+    memory did not exist yet. `versions` are its stored versions as dicts, in any order."""
+    best: dict[str, Any] | None = None
+    for version in versions:
+        written = from_iso(version["updated_at"], "updated_at")
+        if written is not None and written <= at and (best is None or version["version"] > best["version"]):
+            best = version
+    return None if best is None else MemoryRecord.from_dict(best)
+
+
+Changed = dict[str, tuple[str, Any, "str | None"]]
+"""Memories written since a moment: id -> (present content, present stored vector, its model)."""
+
+
+def versions_then(wanted: Sequence[str], versions: Mapping[str, Sequence[dict[str, Any]]], changed: Changed,
+                  at: datetime, model_id: str | None,
+                  decode: Callable[[Any], np.ndarray]) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+    """`as_of`'s memories that changed (or were deleted) since `at`: each in its version of `at`
+    (those not yet saved then left out), with the present vector where that version's content
+    is still the present one (`decode` turns the stored vector into an array)."""
+    out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+    for memory_id in wanted:
+        past = version_at(versions.get(memory_id, ()), at)
+        if past is None:
+            continue
+        content, blob, model = changed.get(memory_id, (None, None, None))
+        same = blob is not None and model == model_id and content == past.content
+        out.append((past, decode(blob) if same else None))
+    return out
 
 
 # Recall bonuses arriving within this long of each other are written in one transaction.
@@ -203,13 +265,31 @@ class RecordStore(ABC):
         """Write a new version (compare-and-set on `version` when expected_version is given)."""
 
     @abstractmethod
-    def delete(self, namespace: str, memory_id: str) -> bool: ...
+    def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
+        """Take a memory out of the store's present, keeping a tombstone (deleted at `now`) and its
+        versions, so `as_of` still sees it before then; False if there was no such memory."""
 
     @abstractmethod
-    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...
+    def purge(self, namespace: str, memory_id: str) -> bool:
+        """Remove a memory, live or deleted, with every version and its tombstone, for good."""
+
+    @abstractmethod
+    def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        """The memories of the namespace (of one user, or these ids) as they stood at `at`: each one
+        created by then and not deleted by then, in its version current then, with its stored vector
+        of `model_id` when that vector is of this version's content (else None)."""
+
+    @abstractmethod
+    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
+        """Every version of a memory, oldest first (a deleted memory's too, until it is purged)."""
 
     @abstractmethod
     def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
+
+    @abstractmethod
+    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(memories in the full-text index, how many hold each term), as the search weighs terms."""
 
     @abstractmethod
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
@@ -339,13 +419,23 @@ class AsyncRecordStore(ABC):
     async def update(self, op: Update) -> MemoryRecord: ...
 
     @abstractmethod
-    async def delete(self, namespace: str, memory_id: str) -> bool: ...
+    async def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool: ...
+
+    @abstractmethod
+    async def purge(self, namespace: str, memory_id: str) -> bool: ...
+
+    @abstractmethod
+    async def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+                    model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
 
     @abstractmethod
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...
 
     @abstractmethod
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
+
+    @abstractmethod
+    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
 
     @abstractmethod
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int: ...

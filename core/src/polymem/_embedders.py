@@ -286,7 +286,7 @@ def export_onnx_model(target: str | Path | None = None, *, progress: Any = None)
             from onnxruntime.quantization import QuantType, quantize_dynamic
             from transformers import AutoModel
     except ImportError as exc:
-        raise missing_extra(str(exc.name), "local,onnx") from exc
+        raise missing_extra(str(exc.name), "export") from exc
     source = packaged_model_dir()
     target_dir = Path(target) if target else onnx_model_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
@@ -401,11 +401,22 @@ def _choose_default() -> Embedder | None:
     return SentenceTransformerEmbedder()
 
 
+_LEXICAL_LOGGED = threading.Event()
+
+
+def _log_lexical_once() -> None:
+    """A store opened with `embedder=None` says once per process that its recall is full-text only."""
+    if not _LEXICAL_LOGGED.is_set():
+        _LEXICAL_LOGGED.set()
+        log.info("polymem: store opened without an embedder (embedder=None): recall is lexical only (full-text)")
+
+
 def resolve_embedder(embedder: Any) -> Embedder | None:
     """Turn the `embedder=` argument of `open()` into an Embedder or None."""
     if embedder == "auto":
         return default_embedder()
     if embedder is None:
+        _log_lexical_once()
         return None
     if isinstance(embedder, Embedder):
         return embedder

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from . import _plan
-from ._backend import Candidate, NewRecord, SearchRequest
+from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, selective_terms
+from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
     ContentTooLargeError,
@@ -151,6 +152,14 @@ class RuleContradictionJudge:
             return similarity >= self.marker_similarity
         return False
 
+    def slot(self, record: MemoryRecord) -> str | None:
+        """The slot a statement fills ("favourite colour"), if any."""
+        found = _SLOT.search(record.content)
+        return found.group(1).casefold() if found else None
+
+    def similarity_floor(self, newer: MemoryRecord) -> float | None:
+        return self.marker_similarity if _CHANGE_MARKERS.search(newer.content) else None
+
 
 @dataclass
 class SessionSpec:
@@ -183,6 +192,8 @@ class Engine:
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
+        if isinstance(max_content_chars, bool) or not isinstance(max_content_chars, int) or max_content_chars < 1:
+            raise InvalidInput(f"max_content_chars must be a positive integer, got {max_content_chars!r}")
         self.namespace = namespace
         self.embedder = embedder
         self.clock = clock
@@ -264,7 +275,14 @@ class Engine:
              category: str = "fact", source: str = "user_input", importance: float | None = None,
              entities: Sequence[str] | None = None, metadata: dict[str, Any] | None = None,
              expire_at: datetime | None = None, idempotency_key: str | None = None,
-             vector: Sequence[float] | None = None) -> Plan:
+             vector: Sequence[float] | None = None, valid_from: datetime | None = None,
+             valid_to: datetime | None = None) -> Plan:
+        validity = {key: require_aware(value, key).isoformat()
+                    for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
+        if validity and isinstance(metadata, dict):
+            metadata = {**metadata, **validity}
+        elif validity and metadata is None:
+            metadata = validity
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
                             entities=_strings(entities, "entities"), metadata=metadata or {})
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -322,14 +340,56 @@ class Engine:
                      for n, i in enumerate(items)]
         return Insert(items, now)
 
-    def get(self, memory_id: str) -> Plan:
+    def get(self, memory_id: str, as_of: datetime | None = None) -> Plan:
         self._label(memory_id, "memory_id")
+        if as_of is not None:
+            past = yield _backend("as_of", self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
+            return past[0][0] if past else None
         found = yield _backend("get", self.namespace, [memory_id])
         return found[0] if found else None
 
+    def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
+               filter: dict[str, Any] | None, status: str | None,
+               model_id: str | None = None, valid_at: datetime | None = None) -> Plan:
+        """The memories in scope as they stood at `as_of` (with their vectors of `model_id`, where
+        stored), newest first; with `valid_at`, each in its version that held in the world then.
+        The filter applies to those versions, by the same SQL as today's reads: evaluated in an
+        in-memory SQLite table holding them."""
+        rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id)
+        if valid_at is not None:
+            rows = yield from self._valid_at(rows, valid_at, as_of)
+        kept = [(r, v) for r, v in rows
+                if (agent_id is None or r.agent_id == agent_id) and (category is None or r.category == category)
+                and (status is None or r.status == status)
+                and (status != "active" or r.expire_at is None or r.expire_at > as_of)]
+        if filter:
+            from ._sqlite import matching
+
+            passing = matching([r for r, _ in kept], filter)
+            kept = [(r, v) for r, v in kept if r.memory_id in passing]
+        kept.sort(key=lambda rv: rv[0].created_at, reverse=True)
+        return kept
+
+    def _valid_at(self, rows: builtins.list[tuple[MemoryRecord, Any]], at: datetime, known_at: datetime) -> Plan:
+        """Each memory in the version that held in the world at `at` (as known at `known_at`):
+        the last one whose validity began by then, left out if that validity ended by then.
+        Only a memory whose present version began to hold after `at` has its history read."""
+        out = []
+        for record, vector in rows:
+            if valid_from(record) > at:
+                versions = yield _backend("history", self.namespace, record.memory_id)
+                earlier = [v for v in versions if v.updated_at <= known_at and valid_from(v) <= at]
+                if not earlier:
+                    continue
+                record, vector = earlier[-1], None  # its vector is of the present version's content
+            ends = valid_to(record)
+            if ends is None or ends > at:
+                out.append((record, vector))
+        return out
+
     def list(self, *, user_id: str | None = None, agent_id: str | None = None, category: str | None = None,
              filter: dict[str, Any] | None = None, status: str | None = "active", limit: int = 100,
-             offset: int = 0) -> Plan:
+             offset: int = 0, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000 or \
                 isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**63:
             raise InvalidInput("limit must be in [1, 10000] and offset in [0, 2**63)")
@@ -338,6 +398,14 @@ class Engine:
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)} or None, got {status!r}")
         self._scope(user_id, agent_id, category)
+        if as_of is not None or valid_at is not None:
+            from ._filters import compile_filter
+
+            compile_filter(filter)  # validate before any work
+            known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
+            kept = yield from self._as_of(known_at, user_id, agent_id, category, filter, status,
+                                          valid_at=None if valid_at is None else require_aware(valid_at, "valid_at"))
+            return [r for r, _ in kept[offset:offset + limit]]
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
         return (yield ListRecords(self.namespace, user_id, agent_id, category, filter, status, limit, offset))
@@ -356,7 +424,7 @@ class Engine:
             raise InvalidInput(f"key {key!r} names a memory of another user")
         if current is not None and (current.status != "active" or (
                 current.expire_at is not None and current.expire_at <= self.clock())):
-            yield _backend("delete", self.namespace, current.memory_id)  # its key frees for the new memory
+            yield _backend("delete", self.namespace, current.memory_id, self.clock())  # its key frees for the new one
             current = None
         if current is None:
             return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -392,7 +460,8 @@ class Engine:
 
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
-               query_vector: Sequence[float] | None = None, min_relevance: float | None = None) -> Plan:
+               query_vector: Sequence[float] | None = None, min_relevance: float | None = None,
+               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
         query = self._content(query, "query")
         self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
@@ -403,25 +472,36 @@ class Engine:
         from ._filters import compile_filter
 
         compile_filter(filter)  # validate before any work
-        now = self.clock()
+        if not isinstance(explain, bool):
+            raise InvalidInput(f"explain must be True or False, got {explain!r}")
+        now = self.clock() if as_of is None else require_aware(as_of, "as_of")
         model_id = self.embedder.model_id if self.embedder else None
+        if self.embedder is not None and as_of is None and \
+                (yield _backend("count_foreign_vectors", self.namespace, model_id)):
+            yield from self._embed_missing()
         if self.embedder is not None:
-            if (yield _backend("count_foreign_vectors", self.namespace, model_id)):
-                yield from self._embed_missing()
             raw = [query_vector] if query_vector is not None else (yield embed_op([query]))
             vector = as_matrix(raw, self.embedder.dimension)[0]
         elif query_vector is not None:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
             vector = None
-        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                tuple(query_terms(query)), now, max(CANDIDATES, top_k))
-        candidates = yield _backend("search", request)
+        terms_of_query = tuple(query_terms(query))
+        if valid_at is not None:
+            valid_at = require_aware(valid_at, "valid_at")
+        now_only = as_of is None and valid_at is None
+        if now_only:
+            request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
+                                    terms_of_query, now, max(CANDIDATES, top_k))
+            candidates = yield _backend("search", request)
+        else:
+            candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
+                                                          filter, valid_at)
         # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
         admit_all = min_relevance is not None
-        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all)
+        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all, explain=explain)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:top_k]
@@ -429,11 +509,14 @@ class Engine:
         if missing:
             records = {r.memory_id: r for r in (yield _backend("get", self.namespace, missing))}
             hits = [h if not isinstance(h.memory, Candidate) else
-                    RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score)
+                    RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score,
+                              h.explanation)
                     for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
-        if admit_all and len(hits) < top_k and min_relevance == 0:
+        if admit_all and len(hits) < top_k and min_relevance == 0 and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
-        if self.scoring.reinforce and hits:
+        if explain and hits:
+            yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
+        if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
         return RecallResult(hits)
@@ -455,6 +538,28 @@ class Engine:
                 log.warning("polymem: %d memories in namespace %r have vectors of another model than %r; recall "
                             "finds them by full text only until `polymem reembed` (Memory.reembed()) re-embeds them",
                             left, self.namespace, model_id)
+
+    def _past_candidates(self, at: datetime, vector: np.ndarray | None, query: Sequence[str], user_id: str | None,
+                         agent_id: str | None, category: str | None, filter: dict[str, Any] | None,
+                         valid_at: datetime | None) -> Plan:
+        """Recall candidates from the store as it stood at `at`: every version current then, its
+        cosine from its stored vector (a version whose content changed since is embedded again) and
+        its BM25 over those versions, relative to the best match as the full-text search gives it."""
+        model_id = self.embedder.model_id if self.embedder else None
+        rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
+        if not rows:
+            return []
+        similarities: builtins.list[float | None] = [None] * len(rows)
+        if vector is not None and self.embedder is not None:
+            stale = [i for i, (_, v) in enumerate(rows) if v is None]
+            vectors = [v for _, v in rows]
+            if stale:
+                raw = yield embed_op([rows[i][0].content for i in stale])
+                for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
+                    vectors[i] = fresh
+            similarities = [float(v @ vector) if v is not None else None for v in vectors]
+        ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
+        return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
 
     def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
                 top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
@@ -494,22 +599,60 @@ class Engine:
                 for r in page if r.memory_id not in found
                 for live in (policy.live_score(r, now),)][:top_k - len(hits)]
 
-    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool,
-             admit_all: bool = False) -> builtins.list[RecallHit]:
-        """Admit relevant candidates (all of them with `admit_all`), blend relevance with the
-        live score, order by score."""
+    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool, admit_all: bool = False,
+             explain: bool = False) -> builtins.list[RecallHit]:
+        """Admit relevant candidates (all of them with `admit_all`), blend relevance with the live
+        score, order by score; with `explain`, each hit also carries the parts of its score, from
+        these same computations."""
         policy = self.scoring
         relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
                                        vector_mode=vector_mode, admit_all=admit_all)
+        admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
         hits = []
         for i, relevance in relevances.items():
             c = candidates[i]
-            live = policy.live_score(c.scored, now)
+            live, age_days, decay_factor, access_bonus = policy.live_parts(c.scored, now)
+            score = policy.blend(relevance, live)
+            why: dict[str, Any] | None = None
+            if explain:
+                scored = c.scored
+                why = {
+                    "score": score, "similarity": c.similarity, "text": {"rank": c.text_rank, "terms": []},
+                    "relevance": {"value": relevance, "mode": "hybrid" if vector_mode else "lexical",
+                                  "vector_weight": policy.vector_weight if vector_mode else None,
+                                  "admitted_by": "similarity" if admit is not None and c.similarity is not None
+                                  and c.similarity >= admit else "text",
+                                  "admit_similarity": admit},
+                    "live": {"value": live, "base": scored.importance, "category": scored.category,
+                             "half_life_days": policy.half_life(scored.category), "age_days": age_days,
+                             "decay_factor": decay_factor, "access_count": scored.access_count,
+                             "access_bonus": access_bonus, "at": now.isoformat()},
+                    "blend": {"live_weight": policy.live_weight,
+                              "formula": "score = relevance * ((1 - live_weight) + live_weight * live)"},
+                }
             # Until the top-k is fetched, a hit may carry the bare candidate.
-            hits.append(RecallHit(c.record or c, policy.blend(relevance, live), relevance,  # type: ignore[arg-type]
-                                  c.similarity, c.text_rank, live))
+            hits.append(RecallHit(c.record or c, score, relevance,  # type: ignore[arg-type]
+                                  c.similarity, c.text_rank, live, why))
         hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
         return hits
+
+    def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
+        """Complete the hits' explanations with what needs the records: the source's base score,
+        trust marks, and the query terms each memory holds, weighted as the full-text search weighs them."""
+        rows, docs = yield _backend("document_frequencies", self.namespace, builtins.list(dict.fromkeys(query)))
+        searched = set(selective_terms(query, docs, rows, with_vector=with_vector))
+        for hit in hits:
+            if hit.explanation is None:  # a memory that filled a recall up to top_k matched nothing
+                continue
+            record = hit.memory
+            held = set(terms(record.content))
+            hit.explanation["text"]["terms"] = [
+                {"term": t, "weight": bm25_idf(rows, docs.get(t, 0)), "documents": docs.get(t, 0),
+                 "searched": t in searched} for t in dict.fromkeys(query) if t in held]
+            hit.explanation["live"].update(source=record.source, base_by_source=self.scoring.base_score(record.source))
+            hit.explanation["trust"] = {"level": record.metadata.get("polymem_trust"),
+                                        "flags": builtins.list(record.metadata.get("polymem_flags") or []),
+                                        "guard": None}
 
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                importance: float | None = None, metadata: dict[str, Any] | None = None,
@@ -548,7 +691,11 @@ class Engine:
 
     def delete(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
-        return (yield _backend("delete", self.namespace, memory_id))
+        return (yield _backend("delete", self.namespace, memory_id, self.clock()))
+
+    def purge(self, memory_id: str) -> Plan:
+        self._label(memory_id, "memory_id")
+        return (yield _backend("purge", self.namespace, memory_id))
 
     def history(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
@@ -608,13 +755,14 @@ class Engine:
                     report.archived.append(record.memory_id)
             else:
                 survivors.append((record, vector))
+                continue
             if progress:
-                progress(1)
+                progress(CONSOLIDATION_STEPS)
         groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
         for record, vector in survivors:
             groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
         for members in groups.values():
-            yield from self._consolidate_group(members, report)
+            yield from self._consolidate_group(members, report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
@@ -630,36 +778,47 @@ class Engine:
         return True
 
     def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
-                           report: ConsolidationReport) -> Plan:
-        # Pass 1: near-duplicates fold into the oldest copy.
-        kept: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in members:
-            index = next((i for i, (older, older_vector) in enumerate(kept)
-                          if content_hash(older.content) == content_hash(record.content)
-                          or (_similarity(older, older_vector, record, vector) >= self.scoring.merge_similarity
-                              and same_facts(older.content, record.content))), None)
-            if index is None:
-                kept.append((record, vector))
+                           report: ConsolidationReport, progress: Callable[[int], None] | None) -> Plan:
+        """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
+        the most similar older one it contradicts. Each memory is compared only with those that can
+        matter (`ScopeIndex`); the outcome is that of comparing every pair."""
+        floors = Slots.floors(self.judge, [record for record, _ in members])
+        scope = ScopeIndex(members, ordered_rows=floors, progress=progress)
+        step = progress or (lambda done: None)
+        kept: builtins.list[int] = []  # rows, oldest first
+        kept_records: dict[int, MemoryRecord] = {}
+        first_of_hash: dict[str, int] = {}
+        for row in range(len(scope)):
+            keeper = first_of_hash.get(scope.hashes[row])
+            for other, _ in scope.close_to(row, self.scoring.merge_similarity):
+                if other in kept_records and (keeper is None or other < keeper) and \
+                        same_facts(scope.records[other].content, scope.records[row].content):
+                    keeper = other
+            if keeper is None:
+                kept.append(row)
+                kept_records[row] = scope.records[row]
+                first_of_hash.setdefault(scope.hashes[row], row)
                 continue
-            merged = yield from self._merge(kept[index][0], record)
+            merged = yield from self._merge(kept_records[keeper], scope.records[row])
             if merged is not None:
-                report.merged.setdefault(kept[index][0].memory_id, []).append(record.memory_id)
-                kept[index] = (merged, kept[index][1])
-        # Pass 2: a newer statement supersedes the most similar older one it contradicts.
-        live: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in kept:
-            scored = sorted(((_similarity(o, ov, record, vector), i) for i, (o, ov) in enumerate(live)), reverse=True)
-            index = next((i for sim, i in scored if self.judge.supersedes(live[i][0], record, sim)), None)
-            if index is None:
-                live.append((record, vector))
-                continue
-            older = live[index][0]
-            updated = yield from self._supersede(older, record)
-            if updated is not None:
-                report.superseded[older.memory_id] = record.memory_id
-                live[index] = (updated, vector)
-            else:
-                live.append((record, vector))
+                report.merged.setdefault(merged.memory_id, []).append(scope.records[row].memory_id)
+                kept_records[keeper] = merged
+            step(1)
+        slots = Slots(scope, self.judge)
+        for row in kept:
+            record = kept_records[row]
+            chosen = next((slot for sim, slot in slots.candidates(row, record)
+                           if self.judge.supersedes(slots.records[slot], record, sim)), None)
+            updated = None
+            if chosen is not None:
+                older = slots.records[chosen]
+                updated = yield from self._supersede(older, record, scope.vectors[row])
+                if updated is not None:
+                    report.superseded[older.memory_id] = record.memory_id
+                    slots.replace(chosen, row, updated)
+            if updated is None:
+                slots.add(row, record)
+            step(1)
 
     def _merge(self, keeper: MemoryRecord, other: MemoryRecord) -> Plan:
         metadata = {**other.metadata, **keeper.metadata,
@@ -679,13 +838,17 @@ class Engine:
             return None
         return merged
 
-    def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
-        """The older memory takes the newer truth as its next version; the newer copy retires."""
+    def _supersede(self, older: MemoryRecord, newer: MemoryRecord, vector: np.ndarray | None) -> Plan:
+        """The older memory takes the newer truth (and its `vector`, if it has one of the store's
+        model) as its next version; the newer copy retires."""
+        # The newer truth holds from when it says, else from when it was said: that closes the older one's validity.
         metadata = {**older.metadata, **newer.metadata,
                     "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
-                    "superseded_by": newer.memory_id}
-        vector = None
-        if self.embedder is not None:
+                    "superseded_by": newer.memory_id, "valid_from": valid_from(newer).isoformat()}
+        metadata.pop("valid_to", None)
+        if "valid_to" in newer.metadata:
+            metadata["valid_to"] = newer.metadata["valid_to"]
+        if vector is None and self.embedder is not None:
             raw = yield embed_op([newer.content])
             vector = as_matrix(raw, self.embedder.dimension)[0]
         supersede = Update(
@@ -841,6 +1004,31 @@ class Engine:
         return (yield from self._live_session(spec))
 
 
+def valid_from(record: MemoryRecord) -> datetime:
+    """When the memory's fact began to hold in the world: its `valid_from` (metadata, ISO-8601),
+    else when it was stated (a first version's creation, a later version's writing)."""
+    declared = _metadata_time(record, "valid_from")
+    if declared is not None:
+        return declared
+    return record.created_at if record.version == 1 else record.updated_at
+
+
+def valid_to(record: MemoryRecord) -> datetime | None:
+    """When the memory's fact stopped holding (its `valid_to`), or None: it still holds."""
+    return _metadata_time(record, "valid_to")
+
+
+def _metadata_time(record: MemoryRecord, key: str) -> datetime | None:
+    value = record.metadata.get(key)
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
 def _sequence(value: Any, what: str) -> builtins.list[Any]:
     """A list or tuple argument (a string or a dict is a mistake, not a sequence of items)."""
     if not isinstance(value, (builtins.list, tuple)):
@@ -873,13 +1061,6 @@ def _encodable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
-
-
-def _similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
-    if va is not None and vb is not None:
-        return float(va @ vb)
-    ta, tb = set(terms(a.content)), set(terms(b.content))
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
 _NEGATION = re.compile(r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|can't|dislike|hate)\b|不|没",

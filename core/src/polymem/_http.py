@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from . import operations as ops
 from ._errors import InvalidInput, PolymemError, StoreClosedError
@@ -32,14 +32,29 @@ from ._plan import Plan, adrive, drive
 try:
     import httpx
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    from ._errors import MissingDependencyError
+    from ._errors import missing_extra
 
-    raise MissingDependencyError("the HTTP client needs httpx: pip install 'polymem[http]'") from exc
+    raise missing_extra("httpx", "http") from exc
 
 from .server._errors import ServiceUnavailableError, error_type
+from .server._limits import MAX_EMBED_CHARS
 
 R = TypeVar("R")
 RETRY_STATUSES = (502, 503, 504)
+
+
+def _embed_batches(texts: Sequence[str]) -> Iterator[builtins.list[str]]:
+    """`texts` in requests of at most 256 texts and MAX_EMBED_CHARS characters (a longer text goes alone)."""
+    batch: builtins.list[str] = []
+    size = 0
+    for text in texts:
+        if batch and (len(batch) == 256 or size + len(text) > MAX_EMBED_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(text)
+        size += len(text)
+    if batch:
+        yield batch
 
 
 @dataclass
@@ -118,6 +133,9 @@ def request_plan(op: ops.Operation[Any]) -> Plan[Request, Any]:
             path = path.replace("{" + key + "}", quote(value, safe=""))
         else:
             body[key] = args[key]
+    if method == "GET" and any(v is not None for v in body.values()):  # GET parameters travel in the query
+        path += "?" + urlencode({k: v.isoformat() if isinstance(v, datetime) else v
+                                 for k, v in body.items() if v is not None})
     req = Request(method, path, None if method == "GET" or not body else body, retry=op.is_retry_safe(),
                   missing_ok=op.missing_is_none)
     if op.streams == "response":
@@ -277,8 +295,11 @@ class HttpTransport:
         return self._info
 
     def _embed(self, texts: Sequence[str]) -> builtins.list[builtins.list[float]]:
-        data = self._send(Request("POST", "/v1/embed", {"texts": list(texts)}, retry=True))
-        return cast("list[list[float]]", data["vectors"])
+        vectors: builtins.list[builtins.list[float]] = []
+        for batch in _embed_batches(texts):
+            data = self._send(Request("POST", "/v1/embed", {"texts": batch}, retry=True))
+            vectors += cast("list[list[float]]", data["vectors"])
+        return vectors
 
     # -- sending ------------------------------------------------------------------------------
     def execute(self, op: ops.Operation[R]) -> R:

@@ -89,8 +89,7 @@ def make_session_store(url: str, *, asynchronous: bool = False) -> AnySessionSto
 
 def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBackend:
     """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme."""
-    if not isinstance(url, str) or "://" not in url:
-        raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
+    check_url(url)
     parsed = urlparse(url)
     scheme = parsed.scheme.split("+")[0]
     if scheme == "memory":
@@ -99,24 +98,47 @@ def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBack
         return SQLiteBackend(None, memory_name=unquote(url[len("memory://"):]).strip("/"))
     if scheme == "sqlite":
         # As SQLAlchemy: sqlite:///relative/file.db, sqlite:////absolute/file.db
-        path = unquote(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else ""
+        location, _, query = url.partition("?")
+        path = unquote(location[len("sqlite:///"):]) if location.startswith("sqlite:///") else ""
         if not path.strip("/"):
             raise InvalidURLError(f"{url!r} names no file; use sqlite:///relative/file.db or sqlite:////abs/file.db")
+        options = dict(parse_qsl(query, keep_blank_values=True))
+        unknown = sorted(set(options) - {"mode", "durability"})
+        if unknown or options.get("mode", "ro") != "ro":
+            raise InvalidURLError(f"{url!r}: an sqlite URL takes ?mode=ro and ?durability=normal|full, "
+                                  f"not {unknown or options}")
         from ._sqlite import SQLiteBackend
 
-        return SQLiteBackend(Path(path))
+        return SQLiteBackend(Path(path), read_only="mode" in options,
+                             durability=options.get("durability", "normal"))
     spec = (ASYNC_BACKENDS.get(scheme) if asynchronous else None) or BACKENDS.get(scheme) or _entry_point(scheme)
     if spec is None:
-        hint = {"http": "server", "https": "server"}.get(scheme)
-        extra = f" Install it with `pip install polymem[{hint}]`." if hint else ""
-        raise InvalidURLError(f"no backend for {scheme!r} URLs.{extra}")
+        raise _unknown_scheme(url)
     return cast(Backend, _load_factory(spec)(url))
 
 
-def _entry_point(scheme: str) -> str | None:
+def _unknown_scheme(url: str) -> InvalidURLError:
+    schemes = sorted({*BACKENDS, "http", "https", *(ep.name for ep in _backend_entry_points())})
+    return InvalidURLError(f"no store for {url!r}: the URL schemes are {', '.join(s + '://' for s in schemes)}")
+
+
+def check_url(url: str) -> None:
+    """Reject a URL no store can open, before anything slow (loading the embedding model) happens."""
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidURLError(f"not a store URL: {url!r} (try sqlite:///path/memory.db or memory://)")
+    scheme = urlparse(url).scheme.split("+")[0]
+    if scheme not in BACKENDS and scheme not in ("http", "https") and _entry_point(scheme) is None:
+        raise _unknown_scheme(url)
+
+
+def _backend_entry_points() -> Any:
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group="polymem.backends"):
+    return entry_points(group="polymem.backends")
+
+
+def _entry_point(scheme: str) -> str | None:
+    for ep in _backend_entry_points():
         if ep.name == scheme:
             return str(ep.value)
     return None
@@ -216,6 +238,7 @@ class Memory(_Store):
     update = SyncOperation(ops.Update)
     set_status = SyncOperation(ops.SetStatus)
     delete = SyncOperation(ops.Delete)
+    purge = SyncOperation(ops.Purge)
     history = SyncOperation(ops.History)
     ingest = SyncOperation(ops.Ingest)
     consolidate = SyncOperation(ops.Consolidate)
@@ -229,6 +252,7 @@ class Memory(_Store):
     unblock_source = SyncOperation(ops.UnblockSource)
     blocked_sources = SyncOperation(ops.BlockedSources)
     release = SyncOperation(ops.Release)
+    audit_replay = SyncOperation(ops.AuditReplay)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -284,6 +308,7 @@ class AsyncMemory(_Store):
     update = AsyncOperation(ops.Update)
     set_status = AsyncOperation(ops.SetStatus)
     delete = AsyncOperation(ops.Delete)
+    purge = AsyncOperation(ops.Purge)
     history = AsyncOperation(ops.History)
     ingest = AsyncOperation(ops.Ingest)
     consolidate = AsyncOperation(ops.Consolidate)
@@ -297,6 +322,7 @@ class AsyncMemory(_Store):
     unblock_source = AsyncOperation(ops.UnblockSource)
     blocked_sources = AsyncOperation(ops.BlockedSources)
     release = AsyncOperation(ops.Release)
+    audit_replay = AsyncOperation(ops.AuditReplay)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -447,6 +473,7 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
     """What carries a store's operations: HTTP to a service, or the engine over a backend."""
     url, from_url = split_namespace(url or default_url())
     namespace = from_url if from_url and namespace == "default" else namespace
+    check_url(url)
     if _is_http(url):
         configured = {"clock": clock, "scoring": scoring, "extractor": extractor, "summarizer": summarizer,
                       "token_counter": token_counter, "judge": judge, "working_memory": working_memory}

@@ -104,7 +104,9 @@ class RecallHit:
     `score = relevance · ((1 - live_weight) + live_weight · live_score)` where
     relevance fuses `similarity` (cosine to the query, None in lexical mode or
     when the memory was not a vector candidate) and `text_rank` (BM25 of the
-    full-text match normalised to [0, 1], None when it did not match).
+    full-text match normalised to [0, 1], None when it did not match). With `recall(...,
+    explain=True)`, `explanation` holds every part of the score as the ranking computed it
+    (its JSON schema: `polymem.operations.ExplanationOut`).
     """
 
     memory: MemoryRecord
@@ -113,9 +115,10 @@ class RecallHit:
     similarity: float | None
     text_rank: float | None
     live_score: float
+    explanation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Flat JSON form: the record's fields plus the score parts."""
+        """Flat JSON form: the record's fields plus the score parts (and the explanation, if asked for)."""
         data = self.memory.to_dict()
         data.update(
             score=self.score,
@@ -124,6 +127,8 @@ class RecallHit:
             text_rank=self.text_rank,
             live_score=self.live_score,
         )
+        if self.explanation is not None:
+            data["explanation"] = self.explanation
         return data
 
 

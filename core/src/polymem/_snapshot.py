@@ -21,11 +21,11 @@ from typing import IO, Any
 import numpy as np
 
 from ._embedders import as_matrix
-from ._engine import Engine, Plan, _backend, check_label, embed_op
+from ._engine import Engine, Plan, _backend, _sequence, check_label, embed_op
 from ._errors import InvalidInput, PolymemError, SnapshotError
-from ._models import ImportReport, MemoryRecord, Message
+from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
 from ._text import content_hash, terms
-from ._time import to_iso
+from ._time import from_iso, to_iso
 
 FORMAT = "polymem-snapshot"
 VERSION = 1
@@ -44,23 +44,21 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
     check_label(user_id, "user_id", optional=True)
     stream, owned = _open_binary(target, "w")
     try:
-        model = engine.embedder.model_id if engine.embedder else None
-        header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
-                  "namespace": engine.namespace, "embedding_model": model,
-                  "dimension": engine.embedder.dimension if engine.embedder else None}
-        stream.write(_line(header))
         yield _backend("flush")
+        page = yield _backend("export_page", engine.namespace, user_id, 0, 500)
+        model, dimension = _vector_model(engine, page)
+        header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
+                  "namespace": engine.namespace, "embedding_model": model, "dimension": dimension}
+        stream.write(_line(header))
         count, after = 0, 0
-        while True:
-            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
-            if not page:
-                break
+        while page:
             for row in page:
                 after = row.pop("cursor")
                 stream.write(_line({"type": "memory", **row}))
             count += len(page)
             if progress:
                 progress(len(page))
+            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
         sessions = yield _backend("export_sessions", engine.namespace, user_id)
         for session in sessions:
             stream.write(_line({"type": "session", **session}))
@@ -70,6 +68,17 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
         if owned:
             stream.close()
     return count
+
+
+def _vector_model(engine: Engine, page: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+    """The embedding model and dimension of the snapshot: the store's embedder's, else (a store opened
+    without one, as `polymem export` does) those of the first exported row that carries a vector."""
+    if engine.embedder is not None:
+        return engine.embedder.model_id, engine.embedder.dimension
+    for row in page:
+        if row.get("vector") is not None:
+            return row["record"].get("embedding_model"), len(row["vector"])
+    return None, None
 
 
 def _line(obj: dict[str, Any]) -> bytes:
@@ -94,23 +103,31 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
     memories: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     end: dict[str, Any] | None = None
+    keys: dict[str, str] = {}
+    session_ids: set[str] = set()
     for number, obj in lines[1:]:
         if end is not None:
             raise SnapshotError(f"line {number}: content after the end line")
         kind = obj.get("type")
         try:
             if kind == "memory":
-                record = MemoryRecord.from_dict(obj["record"])
-                versions = [MemoryRecord.from_dict(v).to_dict() for v in obj.get("versions") or []]
+                record = _checked_record(MemoryRecord.from_dict(obj["record"]))
+                versions = [_checked_record(MemoryRecord.from_dict(v)).to_dict() for v in obj.get("versions") or []]
                 vector = obj.get("vector")
                 if vector is not None and (not isinstance(vector, list) or not vector):
                     raise SnapshotError("vector must be a non-empty list")
+                if vector is not None:
+                    as_matrix([vector], None)
+                key = check_label(obj.get("idempotency_key"), "idempotency_key", optional=True)
+                if key is not None and keys.setdefault(key, record.memory_id) != record.memory_id:
+                    raise SnapshotError(f"idempotency_key {key!r} is also memory {keys[key]}'s")
                 memories.append({"record": record, "versions": versions, "vector": vector,
-                                 "idempotency_key": obj.get("idempotency_key"), "line": number})
+                                 "idempotency_key": key, "line": number})
             elif kind == "session":
-                for m in obj.get("messages") or []:
-                    Message.from_dict(m["message"])
-                    int(m["tokens"])
+                _check_session(obj)
+                if obj["session_id"] in session_ids:
+                    raise SnapshotError(f"session {obj['session_id']!r} appears twice")
+                session_ids.add(obj["session_id"])
                 sessions.append(obj)
             elif kind == "end":
                 end = obj
@@ -126,6 +143,41 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
         raise SnapshotError(f"line {lines[-1][0]}: end line counts {end.get('memories')} memories and "
                             f"{end.get('sessions')} sessions, the file holds {len(memories)} and {len(sessions)}")
     return header, memories, sessions
+
+
+def _checked_record(record: MemoryRecord) -> MemoryRecord:
+    """A record as the engine would have stored it: labels, text, importance, status, metadata."""
+    for what in ("memory_id", "namespace", "category", "source"):
+        check_label(getattr(record, what), what)
+    for what in ("user_id", "agent_id", "session_id", "embedding_model"):
+        check_label(getattr(record, what), what, optional=True)
+    check_label(record.content, "content")
+    Engine._importance(record.importance)
+    if record.status not in STATUSES:
+        raise SnapshotError(f"status must be one of {', '.join(STATUSES)}, got {record.status!r}")
+    check_metadata(record.metadata)
+    for what in ("version", "access_count"):
+        value = getattr(record, what)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise SnapshotError(f"{what} must be a non-negative integer, got {value!r}")
+    return record
+
+
+def _check_session(session: dict[str, Any]) -> None:
+    check_label(session.get("session_id"), "session_id")
+    check_label(session.get("user_id"), "user_id", optional=True)
+    check_label(session.get("agent_id"), "agent_id", optional=True)
+    for key in ("created_at", "updated_at"):
+        if from_iso(session.get(key), key) is None:
+            raise SnapshotError(f"session {session['session_id']!r} has no {key}")
+    from_iso(session.get("expire_at"), "expire_at")
+    summary = session.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise SnapshotError("summary must be text or null")
+    for m in _sequence(session.get("messages") or [], "messages"):
+        Message.from_dict(m["message"])
+        if isinstance(m["tokens"], bool) or not isinstance(m["tokens"], int) or not 0 <= m["tokens"] < 2**31:
+            raise SnapshotError(f"tokens must be a non-negative integer, got {m['tokens']!r}")
 
 
 def _numbered(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:

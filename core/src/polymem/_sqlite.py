@@ -14,15 +14,16 @@ import builtins
 import hashlib
 import heapq
 import json
-import math
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -31,11 +32,22 @@ from ._backend import (
     Backend,
     Bookkeeping,
     Candidate,
+    Changed,
     NewRecord,
     SearchRequest,
+    bm25_idf,
     selective_terms,
+    versions_then,
 )
-from ._errors import DimensionMismatchError, NotFoundError, StoreClosedError, VersionConflictError
+from ._errors import (
+    DimensionMismatchError,
+    InvalidURLError,
+    NotFoundError,
+    ReadOnlyStoreError,
+    StoreClosedError,
+    StoreUnreadableError,
+    VersionConflictError,
+)
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
@@ -121,6 +133,16 @@ MIGRATIONS: builtins.list[str] = [
     CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');
     DELETE FROM meta WHERE key = 'analyzer';
     """,
+    # 5: deleted memories keep a tombstone (and their versions) for `as_of`, until purged
+    """
+    CREATE TABLE IF NOT EXISTS memory_tombstones (
+        memory_id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        user_id TEXT,
+        deleted_at INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -132,6 +154,38 @@ CHECKPOINT_CHANGES = 5_000
 WAL_SIZE_LIMIT = 64 << 20
 # Pages in the WAL (4 KB each, 32 MB in all) beyond which the checkpointer makes it start over.
 RESTART_FRAMES = 8192
+
+# `durability=` in the URL → `PRAGMA synchronous`. With WAL, NORMAL loses no commit when the
+# process crashes, but the last commits before a power loss or OS crash may be lost; FULL syncs
+# the WAL on every commit, so a commit that returned survives those too.
+DURABILITY = {"normal": "NORMAL", "full": "FULL"}
+# Primary result codes (`sqlite3.Error.sqlite_errorcode & 0xFF`) meaning the file is not a usable database.
+_UNREADABLE = {11: "is corrupt or truncated", 26: "is not a database", 14: "cannot be opened"}
+_READONLY = 8
+
+
+@contextmanager
+def _translated(url: str) -> Iterator[None]:
+    """SQLite's errors about the file itself, as polymem's typed errors."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in _UNREADABLE:
+            raise StoreUnreadableError(f"{url} {_UNREADABLE[code]} ({exc})") from exc
+        if code == _READONLY:
+            raise ReadOnlyStoreError(f"{url} may only be read: writes are refused ({exc})") from exc
+        raise
+
+
+def _only_readable(path: Path) -> bool:
+    """An existing file this process may read but not write (or whose folder it cannot write, where
+    SQLite must create the WAL's side files)."""
+    if not path.is_file():
+        return False
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+    return not writable and os.access(path, os.R_OK)
+
 
 _RECORD_COLUMNS = (
     "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
@@ -156,11 +210,9 @@ def fts_row(namespace: str, user_id: str | None, terms: Sequence[str]) -> tuple[
     return f"{namespace_token(namespace)} {scope_token(namespace, user_id)}", " ".join(terms)
 
 
-def fts5_idf(rows: int, with_term: int) -> float:
-    """The inverse document frequency FTS5's bm25() multiplies a term's share by (the
-    scope's is computed alike, so a scope holding every row ranks exactly as bm25() does)."""
-    odds = (rows - with_term + 0.5) / (with_term + 0.5)  # a cached count may lag: never log(<= 0)
-    return math.log(odds) if odds > 1 else 1e-6
+fts5_idf = bm25_idf
+"""The inverse document frequency FTS5's bm25() multiplies a term's share by (the scope's is
+computed alike, so a scope holding every row ranks exactly as bm25() does)."""
 
 
 def _varint(blob: bytes) -> int:
@@ -198,6 +250,19 @@ def _record_values(record: MemoryRecord) -> tuple[Any, ...]:
         None if record.expire_at is None else to_micros(record.expire_at), record.embedding_model,
         record.version, record.status,
     )
+
+
+def matching(records: Sequence[MemoryRecord], filter: dict[str, Any]) -> set[str]:
+    """The ids of the records a recall/list filter keeps, by the very SQL the SQLite store runs
+    (a table of these records in an in-memory database): for records that are no table's rows,
+    such as the past versions `as_of` reads."""
+    sql, params = compile_filter(filter)
+    if not sql:
+        return {r.memory_id for r in records}
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute(f"CREATE TABLE m ({_RECORD_COLUMNS})")
+        conn.executemany(f"INSERT INTO m VALUES ({', '.join('?' * 19)})", [_record_values(r) for r in records])
+        return {row[0] for row in conn.execute(f"SELECT m.memory_id FROM m WHERE {sql}", params)}
 
 
 def _dedupe_key(item: NewRecord) -> tuple[Any, ...]:
@@ -383,36 +448,42 @@ class _VectorCache:
 class SQLiteBackend(Backend):
     """SQLite storage: a file path, or None for a private in-process database."""
 
-    def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000,
+                 read_only: bool = False, durability: str = "normal") -> None:
+        if durability not in DURABILITY:
+            raise InvalidURLError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
         self.path = None if path is None else Path(path)
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.url = f"sqlite:///{self.path.resolve()}"
-            target, uri = str(self.path), False
+            read_only = read_only or _only_readable(self.path)
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            options = [("mode", "ro")] if read_only else []
+            options += [("durability", durability)] if durability != "normal" else []
+            self.url = f"sqlite:///{self.path.resolve()}" + (f"?{urlencode(options)}" if options else "")
+            target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else str(self.path)
+            uri = read_only
         elif memory_name:  # named: shared by every store of this process that opens the same name
             self.url = f"memory://{memory_name}"
             target, uri = f"file:polymem-{memory_name}?mode=memory&cache=shared", True
         else:
             self.url, target, uri = "memory://", ":memory:", False
-        self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                     check_same_thread=False, uri=uri)
+        self.read_only = read_only
         self._lock = threading.RLock()
         self._closed = False
         self._in_write = False  # inside `_write` (on the thread holding `_lock`)
-        conn = self._conn
-        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-        if self.path is not None:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
-            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         self._checkpoint_due = threading.Event()
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_stop = False
         self._commits_since_checkpoint = 0
-        self._changes_at_checkpoint = conn.total_changes
-        self._migrate()
+        with _translated(self.url):
+            try:
+                self._connect(target, uri, busy_timeout_ms, durability)
+            except sqlite3.OperationalError:
+                if not read_only:
+                    raise
+                # A WAL file is read through its `-shm` index, which a reader creates if it is missing;
+                # in a folder this process cannot write, read the file as it is (immutable): see docs/.
+                self._connect(f"{target}&immutable=1", uri, busy_timeout_ms, durability)
         self._caches: dict[str | None, _VectorCache] = {}
         self._dimensions: dict[str, int] = {}
         self._df_cache: dict[str, int] = {}
@@ -420,7 +491,44 @@ class SQLiteBackend(Backend):
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
+    def _connect(self, target: str, uri: bool, busy_timeout_ms: int, durability: str) -> None:
+        self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                     check_same_thread=False, uri=uri)
+        try:
+            self._configure(busy_timeout_ms, durability)
+            self._changes_at_checkpoint = self._conn.total_changes
+            if self.read_only:
+                self._check_current()
+            else:
+                self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _configure(self, busy_timeout_ms: int, durability: str) -> None:
+        conn = self._conn
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reads the schema: not a database fails here
+        if self.path is not None and not self.read_only:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+        conn.execute(f"PRAGMA synchronous = {DURABILITY[durability]}")
+        conn.execute("PRAGMA foreign_keys = ON")
+
     # -- plumbing -----------------------------------------------------------------------------
+    def _check_current(self) -> None:
+        """A read-only file cannot be migrated: it must already be at this version's schema."""
+        conn = self._conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        done = set()
+        if "schema_migrations" in tables:
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        analyzed = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone() if "meta" in tables else None
+        if done != set(range(1, len(MIGRATIONS) + 1)) or analyzed is None or analyzed[0] != ANALYZER_VERSION:
+            raise ReadOnlyStoreError(f"{self.url} is read-only and needs an upgrade to this polymem version: "
+                                     "open it once with write access")
+
     def _migrate(self) -> None:
         with self._write() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -460,7 +568,8 @@ class SQLiteBackend(Backend):
         with self._lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            yield self._conn
+            with _translated(self.url):
+                yield self._conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -468,20 +577,23 @@ class SQLiteBackend(Backend):
         with self._lock:
             if getattr(self, "_closed", False):
                 raise StoreClosedError("the store is closed")
+            if self.read_only:
+                raise ReadOnlyStoreError(f"{self.url} is open read-only: writes are refused")
             conn = self._conn
             if self._in_write:
                 yield conn
                 return
-            conn.execute("BEGIN IMMEDIATE")
-            self._in_write = True
-            try:
-                yield conn
-            except BaseException:
+            with _translated(self.url):
+                conn.execute("BEGIN IMMEDIATE")
+                self._in_write = True
+                try:
+                    yield conn
+                except BaseException:
+                    self._in_write = False
+                    conn.execute("ROLLBACK")
+                    raise
                 self._in_write = False
-                conn.execute("ROLLBACK")
-                raise
-            self._in_write = False
-            conn.execute("COMMIT")
+                conn.execute("COMMIT")
             if self.path is not None:
                 self._count_commit(conn)
 
@@ -722,24 +834,81 @@ class SQLiteBackend(Backend):
                              (*fts_row(namespace, new.user_id, terms), row[0]))
         return new
 
-    def delete(self, namespace: str, memory_id: str) -> bool:
+    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str) -> MemoryRecord | None:
+        """Delete a memory's live row and full-text row (the vector caches follow); the record it held."""
+        found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+        row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
+                           (namespace, memory_id)).fetchone()
+        if row is None:
+            return None
+        conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
+        conn.execute("INSERT INTO tombstones(row_id, seq) VALUES (?, ?)", (row[0], self._next_seq(conn)))
+        return found[0]
+
+    def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
         with self._write() as conn:
-            row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
-                               (namespace, memory_id)).fetchone()
-            if row is None:
+            record = self._remove_row(conn, namespace, memory_id)
+            if record is None:
                 return False
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (row[0],))
-            conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
-            conn.execute("INSERT INTO tombstones(row_id, seq) VALUES (?, ?)", (row[0], self._next_seq(conn)))
+            self._keep_version(conn, record)
+            conn.execute("INSERT OR REPLACE INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) "
+                         "VALUES (?, ?, ?, ?)", (memory_id, namespace, record.user_id,
+                                                 to_micros(now or datetime.now(timezone.utc))))
         return True
+
+    def purge(self, namespace: str, memory_id: str) -> bool:
+        with self._write() as conn:
+            removed = self._remove_row(conn, namespace, memory_id) is not None
+            tombstone = conn.execute("DELETE FROM memory_tombstones WHERE memory_id = ? AND namespace = ? "
+                                     "RETURNING memory_id", (memory_id, namespace)).fetchone()
+            if removed or tombstone is not None:
+                conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+        return removed or tombstone is not None
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         with self._read() as conn:
             found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
-            if not found:
+            if found:
+                versions = self._versions(conn, found[0])
+            elif conn.execute("SELECT 1 FROM memory_tombstones WHERE memory_id = ? AND namespace = ?",
+                              (memory_id, namespace)).fetchone():
+                versions = [json.loads(r[0]) for r in conn.execute(
+                    "SELECT record FROM memory_versions WHERE memory_id = ? ORDER BY version", (memory_id,))]
+            else:
                 return []
-            versions = self._versions(conn, found[0])
         return [MemoryRecord.from_dict(v) for v in versions]
+
+    def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        at_us = to_micros(at)
+        scope, params = "namespace = ?", [namespace]
+        if user_id is not None:
+            scope += " AND user_id = ?"
+            params.append(user_id)
+        if memory_ids is not None:
+            scope += f" AND memory_id IN ({', '.join('?' for _ in memory_ids)})"
+            params.extend(memory_ids)
+        out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        changed: Changed = {}
+        with self._read() as conn:
+            for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE {scope} "
+                                    "AND created_at <= ? ORDER BY created_at, rowid", (*params, at_us)):
+                if row[12] > at_us:  # updated_at: a later version; the one of `at` is among the kept ones
+                    changed[row[0]] = (row[5], row[19], row[16])
+                    continue
+                vector = row[19] if row[19] is not None and row[16] == model_id else None
+                out.append((_row_to_record(row[:19]), None if vector is None else np.frombuffer(vector, np.float32)))
+            deleted = [r[0] for r in conn.execute(f"SELECT memory_id FROM memory_tombstones WHERE {scope} "
+                                                  "AND deleted_at > ?", (*params, at_us))]
+            wanted = [*changed, *deleted]
+            versions: dict[str, builtins.list[dict[str, Any]]] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                for memory_id, record in conn.execute(
+                        f"SELECT memory_id, record FROM memory_versions WHERE memory_id IN "
+                        f"({', '.join('?' for _ in chunk)})", chunk):
+                    versions.setdefault(memory_id, []).append(json.loads(record))
+        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
 
     # -- search -------------------------------------------------------------------------------
     def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:
@@ -823,6 +992,10 @@ class SQLiteBackend(Backend):
         sims = np.concatenate(found_sims)
         order = np.argsort(-sims)[: request.limit]
         return {int(ids[i]): float(sims[i]) for i in order}
+
+    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        with self._read() as conn:
+            return self._fts_row_count(conn), self._document_frequencies(conn, terms)
 
     def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many rows hold each term; cached (counting a common term reads its whole posting list)
@@ -938,7 +1111,7 @@ class SQLiteBackend(Backend):
 
     # -- bookkeeping --------------------------------------------------------------------------
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
-        if bonuses:
+        if bonuses and not self.read_only:  # a read-only store recalls without counting accesses
             self._bookkeeping.put((namespace, list(bonuses), to_micros(now)))
 
     def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
@@ -1026,7 +1199,10 @@ class SQLiteBackend(Backend):
             seq = self._next_seq(conn)
             for item in rows:
                 record: MemoryRecord = item["record"]
-                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone()
+                key = item.get("idempotency_key")
+                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone() or (
+                    key is not None and conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND idempotency_key = ?",
+                                                     (namespace, key)).fetchone())
                 if exists:
                     report.duplicates += 1
                     continue

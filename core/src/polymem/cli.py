@@ -27,7 +27,8 @@ from typing import Any
 import click
 
 from . import operations as ops
-from ._errors import PolymemError
+from ._consolidation import CONSOLIDATION_STEPS
+from ._errors import PolymemError, missing_extra
 from ._memory import Memory, default_url
 from ._memory import open as open_store
 from ._models import MemoryRecord, RecallHit
@@ -193,9 +194,53 @@ def _print_records(records: Sequence[MemoryRecord]) -> None:
         _print_record(rec)
 
 
+def _print_detail(rec: MemoryRecord) -> None:
+    """One memory, field by field (the same fields as `--json`)."""
+    for key, value in rec.to_dict().items():
+        if value not in (None, [], {}):
+            click.echo(f"{key:17} {json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else value}")
+
+
 def _print_hits(hits: Sequence[RecallHit]) -> None:
     for hit in hits:
         click.echo(f"{hit.score:.3f}  {hit.memory.memory_id}  [{hit.memory.category}] {hit.memory.content}")
+    if any(hit.explanation is not None for hit in hits):
+        _print_explanations(hits)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _print_explanations(hits: Sequence[RecallHit]) -> None:
+    """`recall --explain`: one row per hit, every part of its score."""
+    columns = ("#", "score", "cosine", "text", "terms (weight)", "relev.", "by", "base", "age d", "half-life",
+               "decay", "access", "live", "trust")
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        why = hit.explanation or {}
+        live, text = why.get("live", {}), why.get("text", {})
+        terms = " ".join(f"{t['term']}({t['weight']:.2f}{'' if t['searched'] else ', common'})"
+                         for t in text.get("terms", []))
+        trust = why.get("trust", {})
+        marks = [trust.get("level") or "", *trust.get("flags", []),
+                 *(["guard ok"] if trust.get("guard") == [] else [])]
+        rows.append((str(rank), _figure(hit.score), _figure(why.get("similarity")), _figure(text.get("rank")),
+                     terms or "-", _figure(hit.relevance), why.get("relevance", {}).get("admitted_by", "-"),
+                     _figure(live.get("base")), f"{live.get('age_days', 0):.1f}", f"{live.get('half_life_days', 0):g}",
+                     _figure(live.get("decay_factor")), _figure(live.get("access_bonus")), _figure(hit.live_score),
+                     " ".join(m for m in marks if m) or "-"))
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    click.echo()
+    for line in (columns, *rows):
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+    first = hits[0].explanation or {}
+    if first:
+        relevance, blend = first["relevance"], first["blend"]
+        mix = (f"relevance = {relevance['vector_weight']} x cosine + {1 - relevance['vector_weight']:.1f} x text"
+               if relevance["mode"] == "hybrid" else "relevance = text rank (lexical mode)")
+        click.echo(f"\n{mix}; {blend['formula']} (live_weight {blend['live_weight']}); "
+                   f"live = base x decay + access, at {first['live']['at']}")
 
 
 def _print_versions(versions: Sequence[MemoryRecord]) -> None:
@@ -205,11 +250,11 @@ def _print_versions(versions: Sequence[MemoryRecord]) -> None:
 
 table_command(ops.Save, embeds=True, text=lambda rec: click.echo(rec.memory_id))
 table_command(ops.Recall, embeds=True, text=_print_hits)
-table_command(ops.Get, text=lambda rec: click.echo(json.dumps(rec.to_dict(), ensure_ascii=False, indent=2)),
-              missing="no memory {memory_id}")
+table_command(ops.Get, text=lambda rec: _print_detail(rec), missing="no memory {memory_id}")
 table_command(ops.History, text=_print_versions, as_json=lambda vs: [v.to_dict() for v in vs],
               missing="no memory {memory_id}")
 table_command(ops.Delete, text=lambda done: click.echo("deleted"), missing="no memory {memory_id}")
+table_command(ops.Purge, text=lambda done: click.echo("purged"), missing="no memory {memory_id}")
 table_command(ops.ListMemories, name="list", text=_print_records)
 table_command(ops.Update, embeds=True, text=_print_record)
 table_command(ops.SetStatus, text=_print_record)
@@ -223,7 +268,7 @@ table_command(ops.SetStatus, text=_print_record)
 def consolidate(url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
     """Expire, archive the faded, merge near-duplicates, supersede contradictions."""
     with _store(url, namespace, no_embedder) as mem:
-        total = mem.stats()["by_status"].get("active", 0)
+        total = mem.stats()["by_status"].get("active", 0) * CONSOLIDATION_STEPS
         with _progress(total, "consolidate") as bar:
             report = mem.consolidate(progress=bar.update)
 
@@ -256,20 +301,22 @@ def stats(url: str | None, namespace: str, as_json: bool) -> None:
 @click.option("--user", "user_id", default=None, help="Only this user's memories and sessions.")
 @_url_option
 @_namespace_option
-def export_cmd(path: str, user_id: str | None, url: str | None, namespace: str) -> None:
+@_json_option
+def export_cmd(path: str, user_id: str | None, url: str | None, namespace: str, as_json: bool) -> None:
     """Write a JSONL snapshot of the store to PATH."""
     with _store(url, namespace, no_embedder=True) as mem:
         total = mem.stats()["memories"]
         with _progress(total, "export") as bar:
             count = mem.export_snapshot(path, user_id=user_id, progress=bar.update)
-    click.echo(f"exported {count} memories to {path}")
+    _emit({"exported": count, "path": path}, as_json, lambda: click.echo(f"exported {count} memories to {path}"))
 
 
 @main.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--from", "source_format", default="polymem-snapshot", show_default=True,
               help="What PATH is: polymem-snapshot, llamaindex-simple-chat-store, langchain-json, langchain-sql, "
-                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, mem0.")
+                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, agent-framework-session, "
+                   "agent-framework-file-history, mem0.")
 @click.option("--user", "user_id", default=None,
               help="Who the imported memories are about (chat stores keyed by user/session default to the key).")
 @click.option("--agent", "agent_id", default=None, help="Tag what is imported with this agent.")
@@ -314,15 +361,18 @@ def import_cmd(path: str, source_format: str, user_id: str | None, agent_id: str
 @main.command()
 @_url_option
 @_namespace_option
-def reembed(url: str | None, namespace: str) -> None:
+@_json_option
+def reembed(url: str | None, namespace: str, as_json: bool) -> None:
     """Re-embed every memory whose vector is missing or from another model."""
     with _store(url, namespace) as mem:
         if mem.embedder is None:
             raise click.ClickException("no embedding model is installed; `pip install polymem[local]`")
+        model_id = mem.embedder.model_id
         total = mem.stats()["memories"]
-        with _progress(total, f"re-embed ({mem.embedder.model_id})") as bar:
+        with _progress(total, f"re-embed ({model_id})") as bar:
             count = mem.reembed(progress=bar.update)
-    click.echo(f"re-embedded {count} memories")
+    _emit({"reembedded": count, "embedding_model": model_id}, as_json,
+          lambda: click.echo(f"re-embedded {count} memories"))
 
 
 @main.command()
@@ -347,10 +397,17 @@ def model() -> None:
 
 @model.command("export")
 @click.option("--to", "target", default=None, help="Folder (default: polymem's data folder).")
-def model_export(target: str | None) -> None:
+@click.option("--if-missing", is_flag=True, help="Do nothing when the folder already holds an exported model.")
+def model_export(target: str | None, if_missing: bool) -> None:
     """Build the fast path: all-MiniLM-L6-v2 as ONNX, int8 per channel (needs torch once)."""
-    from ._embedders import export_onnx_model
+    from pathlib import Path
 
+    from ._embedders import export_onnx_model, onnx_model_dir
+
+    existing = Path(target) if target else onnx_model_dir()
+    if if_missing and (existing / "model.onnx").exists():
+        click.echo(f"already exported in {existing}")
+        return
     path = export_onnx_model(target, progress=lambda step: click.echo(f"… {step}", err=True))
     click.echo(f"exported to {path}; new processes now embed on onnxruntime")
 
@@ -371,13 +428,12 @@ def mcp_cmd(url: str | None, namespace: str, no_embedder: bool, token: str | Non
     """Serve a store to an MCP client over stdio (tools from the operation table; `pip install polymem[mcp]`).
 
     Any store URL: a SQLite file, postgresql://, or http:// for a running `polymem serve` (with --token)."""
-    import anyio
-
     try:
+        import anyio
+
         from .mcp_server import run_stdio
     except ImportError as exc:
-        raise click.ClickException(f"the MCP server needs the mcp package: pip install 'polymem[mcp]' ({exc})") \
-            from exc
+        raise missing_extra(exc.name or "mcp", "mcp") from exc
     from ._memory import open_async
 
     store = open_async(url or default_url(), namespace=namespace, token=token,

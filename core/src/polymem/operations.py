@@ -158,12 +158,71 @@ class MemoryOut(BaseModel):
     status: str
 
 
+class MatchedTermOut(BaseModel):
+    term: str
+    weight: float = Field(description="BM25 inverse document frequency of the term in the store.")
+    documents: int = Field(description="Memories holding the term (as the search counted them).")
+    searched: bool = Field(description="False: too common, the full-text search left it out.")
+
+
+class TextRankOut(BaseModel):
+    rank: float | None = Field(description="BM25 relative to the best full-text match, in [0, 1]; None: no match.")
+    terms: list[MatchedTermOut] = Field(description="The query's terms this memory holds.")
+
+
+class RelevanceOut(BaseModel):
+    value: float
+    mode: Literal["hybrid", "lexical"]
+    vector_weight: float | None = Field(description="Weight of the cosine (the full-text rank has 1 - it).")
+    admitted_by: Literal["similarity", "text"]
+    admit_similarity: float | None = Field(description="The cosine this recall's candidates needed without a text match.")
+
+
+class LiveOut(BaseModel):
+    value: float
+    base: float = Field(description="The memory's importance (its base score).")
+    base_by_source: float = Field(description="The base score its source gives a new memory.")
+    source: str
+    category: str
+    half_life_days: float
+    age_days: float = Field(description="Days since the last access (or the creation), at `at`.")
+    decay_factor: float = Field(description="0.5 ** (age_days / half_life_days); 1 with decay off.")
+    access_count: int
+    access_bonus: float
+    at: datetime
+
+
+class BlendOut(BaseModel):
+    live_weight: float
+    formula: str
+
+
+class TrustOut(BaseModel):
+    level: str | None = Field(description="The memory's polymem_trust mark (None: as its source).")
+    flags: list[str] = Field(description="What the write filter flagged.")
+    guard: list[str] | None = Field(
+        default=None, description="The service's read guard: [] passed (withheld hits are not returned); None: no guard ran.")
+
+
+class ExplanationOut(BaseModel):
+    """Why a memory was recalled: every part of its score (`recall(..., explain=True)`)."""
+
+    score: float
+    similarity: float | None
+    text: TextRankOut
+    relevance: RelevanceOut
+    live: LiveOut
+    blend: BlendOut
+    trust: TrustOut
+
+
 class HitOut(MemoryOut):
     score: float
     relevance: float
     similarity: float | None
     text_rank: float | None
     live_score: float
+    explanation: ExplanationOut | None = None
 
 
 class WithheldMemoryOut(BaseModel):
@@ -268,7 +327,8 @@ def _session_info_out(info: SessionInfo) -> dict[str, Any]:
 def _hit(data: dict[str, Any]) -> RecallHit:
     values = dict(data)
     parts = {k: values.pop(k) for k in ("score", "relevance", "similarity", "text_rank", "live_score")}
-    return RecallHit(MemoryRecord.from_dict(values), **parts)
+    explanation = values.pop("explanation", None)
+    return RecallHit(MemoryRecord.from_dict(values), **parts, explanation=explanation)
 
 
 def _no_withheld() -> dict[str, Any]:
@@ -425,6 +485,25 @@ class Operation(BaseModel, Generic[R]):
         return _BODIES[cls]
 
     @classmethod
+    def query_fields(cls) -> dict[str, FieldInfo]:
+        """The parameters of a GET route that travel as its query string (the others are in its path)."""
+        if not cls.route.startswith("GET "):
+            return {}
+        return {k: f for k, f in cls.wire_fields().items() if "{" + k + "}" not in cls.route}
+
+    @classmethod
+    def query_model(cls) -> type[BaseModel] | None:
+        """The query string a GET route accepts, checked as a body would be (None: it takes none)."""
+        fields = cls.query_fields()
+        if not fields:
+            return None
+        if cls not in _QUERIES:
+            definitions: dict[str, Any] = {k: (f.annotation, f) for k, f in fields.items()}
+            _QUERIES[cls] = create_model(f"{cls.__name__}Query", __config__=ConfigDict(extra="forbid"),
+                                         **definitions)
+        return _QUERIES[cls]
+
+    @classmethod
     def arguments_model(cls) -> type[BaseModel]:
         """Every parameter that travels, path ones included, as one JSON object, less `mcp_omit`:
         the input of the operation's MCP tool (the same fields, docs and checks as the HTTP body)."""
@@ -469,6 +548,7 @@ def _shape(cls: type[Operation[Any]]) -> _Shape:
                   {k: f.get_default(call_default_factory=True) for k, f in fields.items() if not f.is_required()})
 _BODIES: dict[type[Operation[Any]], type[BaseModel] | None] = {}
 _ARGUMENTS: dict[type[Operation[Any]], type[BaseModel]] = {}
+_QUERIES: dict[type[Operation[Any]], type[BaseModel]] = {}
 
 
 def _optional_on_wire(info: FieldInfo) -> FieldInfo:
@@ -552,6 +632,9 @@ class Save(Operation[MemoryRecord]):
     expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
     idempotency_key: str | None = Field(default=None, description="Retries with the same key return the same memory.")
     vector: Sequence[float] | None = Field(default=None, description="Your own embedding (the store's model and dimension).")
+    valid_from: Timestamp | None = Field(
+        default=None, description="Since when the fact holds in the world (default: when it is saved).")
+    valid_to: Timestamp | None = Field(default=None, description="Until when the fact held (default: still holds).")
 
 
 class SaveMany(Operation[list[MemoryRecord]]):
@@ -601,6 +684,12 @@ class Recall(Operation[RecallResult]):
     filter: Filter = None
     query_vector: Sequence[float] | None = Field(default=None, description="Replaces the query's embedding.")
     min_relevance: float | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1]; 0 returns top_k whatever they are.")
+    explain: Annotated[bool, Field(strict=True)] = Field(
+        default=False, description="Give each hit the parts of its score (`explanation`).")
+    as_of: Timestamp | None = Field(
+        default=None, description="Recall from the store as it stood then (versions current then, live scores then).")
+    valid_at: Timestamp | None = Field(
+        default=None, description="Only what held in the world then, each memory in its version valid then.")
 
 
 class Nearest(Operation[NearestResult]):
@@ -643,6 +732,7 @@ class Get(Operation[MemoryRecord | None]):
     missing_is_none = True
 
     memory_id: str = Field(kw_only=False)
+    as_of: Timestamp | None = Field(default=None, description="The version current then (None: deleted or not yet saved).")
 
 
 class GetByKey(Operation[MemoryRecord | None]):
@@ -724,6 +814,9 @@ class ListMemories(Operation[list[MemoryRecord]]):
     status: str | None = Field(default="active", description="active, archived, blocked, or None for all.")
     limit: Annotated[int, Field(strict=True, ge=1, le=10_000)] = 100
     offset: Annotated[int, Field(strict=True, ge=0)] = 0
+    as_of: Timestamp | None = Field(default=None, description="The memories as they stood then.")
+    valid_at: Timestamp | None = Field(
+        default=None, description="Only what held in the world then, each memory in its version valid then.")
 
 
 class Update(Operation[MemoryRecord]):
@@ -768,17 +861,31 @@ class SetStatus(Operation[MemoryRecord]):
 
 
 class Delete(Operation[bool]):
-    """Remove a memory and its history; False if there was none."""
+    """Take a memory out of the present; False if there was none. A tombstone and its versions stay,
+    so `as_of` and audit replay still see what it was before; `purge` removes it for good."""
 
     name = "delete"
     route = "POST /v1/memory/delete"
     mcp_tool = "delete_memory"
     mcp_description = (
-        "Delete a memory and all its versions for good. Use it only when the user asks you to forget something; "
-        "to correct a memory, use update_memory. Answers whether there was such a memory.")
+        "Delete a memory: it is no longer recalled, listed or fetched. Use it only when the user asks you to "
+        "forget something; to correct a memory, use update_memory. Answers whether there was such a memory.")
     codec = DELETED
     idempotent = True
     permission = "write"
+
+    memory_id: Text = Field(kw_only=False)
+
+
+class Purge(Operation[bool]):
+    """Remove a memory, deleted or not, with every version and its content, for good (the right to
+    be forgotten); False if nothing of it was stored."""
+
+    name = "purge"
+    route = "POST /v1/memory/purge"
+    codec = _wrapped("purged", bool, bool, bool, "PurgedOut")
+    idempotent = True
+    permission = "admin"
 
     memory_id: Text = Field(kw_only=False)
 
@@ -822,7 +929,8 @@ class Consolidate(Operation[ConsolidationReport]):
     codec = CONSOLIDATION
     permission = "admin"
 
-    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+    progress: Progress | None = Field(default=None, exclude=True, description=(
+        "Called with the number of steps done: two per active memory (its neighbours found, its fate decided)."))
 
 
 class Reembed(Operation[int]):
@@ -928,6 +1036,38 @@ class BlockedSources(Operation[list[dict[str, Any]]]):
     codec = BLOCKED
     idempotent = True
     service_only = True
+
+
+class ReplayedMemoryOut(BaseModel):
+    memory_id: str
+    version: int
+    score: float
+    content_sha256: str
+    state: Literal["verified", "altered", "missing_version", "purged"]
+    memory: MemoryOut | None
+
+
+class ReplayOut(BaseModel):
+    entry: dict[str, Any]
+    chain_ok: bool
+    problems: list[dict[str, Any]]
+    memories: list[ReplayedMemoryOut]
+    verified: bool
+
+
+class AuditReplay(Operation[dict[str, Any]]):
+    """What a past recall gave the agent: the memories of audit entry `entry`, each in the version
+    then returned, checked against the content digests recorded and the hash chain."""
+
+    name = "audit_replay"
+    route = "POST /v1/audit/replay"
+    codec = Codec(ReplayOut, dict, dict)
+    statuses = (404,)
+    idempotent = True
+    permission = "admin"
+    service_only = True
+
+    entry: Annotated[int, Field(strict=True, ge=1)] = Field(kw_only=False, description="The entry's sequence number.")
 
 
 class Release(Operation[MemoryRecord]):
@@ -1058,9 +1198,9 @@ class SessionInfoOp(SessionOperation[SessionInfo | None]):
 
 
 OPERATIONS: tuple[type[Operation[Any]], ...] = (
-    Save, SaveMany, Recall, Nearest, Vectors, Get, GetByKey, ListMemories, Distinct, Put, Update, SetStatus, Delete, History, Ingest,
+    Save, SaveMany, Recall, Nearest, Vectors, Get, GetByKey, ListMemories, Distinct, Put, Update, SetStatus, Delete, Purge, History, Ingest,
     Consolidate, Reembed, ExportSnapshot, ImportSnapshot, Stats, Flush, Sessions,
-    BlockSource, UnblockSource, BlockedSources, Release,
+    BlockSource, UnblockSource, BlockedSources, Release, AuditReplay,
     SessionAdd, SessionMessages, SessionTranscript, SessionSummary, SessionEvict, SessionForget, SessionReplace,
     SessionClear, SessionEnd, SessionDelete, SessionInfoOp,
 )

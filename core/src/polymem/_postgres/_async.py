@@ -147,8 +147,15 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     async def update(self, op: Update) -> MemoryRecord:
         return await self._call(self.plans.update, *op.args())
 
-    async def delete(self, namespace: str, memory_id: str) -> bool:
-        return await self._call(self.plans.delete, namespace, memory_id)
+    async def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
+        return await self._call(self.plans.delete, namespace, memory_id, now)
+
+    async def purge(self, namespace: str, memory_id: str) -> bool:
+        return await self._call(self.plans.purge, namespace, memory_id)
+
+    async def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+                    model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return await self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id)
 
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.history, namespace, memory_id)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Candidate, NewRecord, SearchRequest, selective_terms
+from .._backend import Candidate, Changed, NewRecord, SearchRequest, selective_terms, versions_then
 from .._errors import DimensionMismatchError, NotFoundError, VersionConflictError
 from .._filters import dumps
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -273,17 +273,60 @@ class Plans:
         yield from self._write_version(new)
         return new
 
-    def delete(self, namespace: str, memory_id: str) -> PgPlan[bool]:
-        row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING id",
+    def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> PgPlan[bool]:
+        row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING user_id",
                       (namespace, memory_id), "one")
         if row is None:
+            return False
+        yield Q("INSERT INTO polymem_memory_tombstones (memory_id, namespace, user_id, deleted_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (memory_id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at",
+                (memory_id, namespace, row[0], now or datetime.now(timezone.utc)), "none")
+        return True
+
+    def purge(self, namespace: str, memory_id: str) -> PgPlan[bool]:
+        live = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s",
+                       (namespace, memory_id), "rowcount")
+        dead = yield Q("DELETE FROM polymem_memory_tombstones WHERE namespace = %s AND memory_id = %s",
+                       (namespace, memory_id), "rowcount")
+        if not (live or dead):
             return False
         yield Q("DELETE FROM polymem_memory_versions WHERE memory_id = %s", (memory_id,), "none")
         return True
 
+    def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+              model_id: str | None) -> PgPlan[builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+        scope = "namespace = %s"
+        params: builtins.list[Any] = [namespace]
+        if user_id is not None:
+            scope += " AND user_id = %s"
+            params.append(user_id)
+        if memory_ids is not None:
+            scope += " AND memory_id = ANY(%s)"
+            params.append(builtins.list(memory_ids))
+        out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
+        changed: Changed = {}
+        for row in (yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
+                            f"WHERE {scope} AND created_at <= %s ORDER BY created_at, id", (*params, at))):
+            record = row_to_record(row)
+            if record.updated_at > at:  # a later version; the one of `at` is among the kept ones
+                changed[record.memory_id] = (record.content, row[19], record.embedding_model)
+                continue
+            vector = row[19] if row[19] is not None and record.embedding_model == model_id else None
+            out.append((record, None if vector is None else vector_from_bytes(vector)))
+        deleted = [r[0] for r in (yield Q(f"SELECT memory_id FROM polymem_memory_tombstones WHERE {scope} "
+                                          "AND deleted_at > %s", (*params, at)))]
+        wanted = [*changed, *deleted]
+        versions: dict[str, builtins.list[dict[str, Any]]] = {}
+        if wanted:
+            for memory_id, record_json in (yield Q("SELECT memory_id, record FROM polymem_memory_versions "
+                                                   "WHERE memory_id = ANY(%s)", (wanted,))):
+                versions.setdefault(memory_id, []).append(json.loads(record_json))
+        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
+
     def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
-        owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s",
-                        (namespace, memory_id), "one")
+        owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s UNION ALL "
+                        "SELECT 1 FROM polymem_memory_tombstones WHERE namespace = %s AND memory_id = %s",
+                        (namespace, memory_id, namespace, memory_id), "one")
         if owner is None:
             return []
         rows = yield Q("SELECT record FROM polymem_memory_versions WHERE memory_id = %s ORDER BY version", (memory_id,))

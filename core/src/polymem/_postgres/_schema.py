@@ -190,6 +190,16 @@ MIGRATIONS: builtins.list[str] = [
     ALTER INDEX polymem_memories_tsv SET (fastupdate = off);
     SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass);
     """,
+    # 9: deleted memories keep a tombstone (and their versions) for `as_of`, until purged
+    """
+    CREATE TABLE IF NOT EXISTS polymem_memory_tombstones (
+        memory_id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        user_id TEXT,
+        deleted_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS polymem_memory_tombstones_scope ON polymem_memory_tombstones (namespace, user_id, deleted_at);
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from .._backend import Candidate, SearchRequest
@@ -59,6 +59,11 @@ class PostgresStore:
             else:
                 results.append((yield from getattr(self.plans, op.method)(*op.args())))
         return results
+
+    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """As the search weighs terms: the planner's statistics (a term not among the common ones counts as rare)."""
+        statistics = self.plans.term_statistics
+        return statistics.rows, statistics.documents(terms)
 
     def _pool_sizes(self, min_size: int, max_size: int | None) -> tuple[int, int]:
         return (int(self._options.get("pool_min_size", min_size)),

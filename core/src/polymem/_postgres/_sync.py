@@ -96,8 +96,15 @@ class PostgresBackend(PostgresStore, Backend):
     def update(self, op: Update) -> MemoryRecord:
         return self._call(self.plans.update, *op.args())
 
-    def delete(self, namespace: str, memory_id: str) -> bool:
-        return self._call(self.plans.delete, namespace, memory_id)
+    def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
+        return self._call(self.plans.delete, namespace, memory_id, now)
+
+    def purge(self, namespace: str, memory_id: str) -> bool:
+        return self._call(self.plans.purge, namespace, memory_id)
+
+    def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
+              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id)
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.history, namespace, memory_id)

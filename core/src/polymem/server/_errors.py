@@ -5,6 +5,7 @@ PolymemError
 ├── AuthenticationError                  401 unauthenticated
 ├── RequestTimeoutError                  504 timeout
 ├── ServiceUnavailableError              503 unavailable (transport failures, shutting down)
+├── RateLimitedError                     429 rate_limited (with Retry-After)
 ├── InvalidInput
 │   ├── ContentRejectedError             422 content_rejected (write filter, policy "refuse")
 │   └── PayloadTooLargeError             413 payload_too_large
@@ -40,6 +41,12 @@ class ServiceUnavailableError(PolymemError):
     code = "unavailable"
 
 
+class RateLimitedError(PolymemError):
+    """The caller's token spent its request budget; `Retry-After` says when to come back."""
+
+    code = "rate_limited"
+
+
 class ContentRejectedError(InvalidInput):
     """The write filter flagged the content and the policy for its source is "refuse"."""
 
@@ -67,10 +74,13 @@ STATUS: dict[type[PolymemError], int] = {
     core.ReembedRequiredError: 409,
     core.SnapshotError: 422,
     core.StoreClosedError: 503,
+    core.ReadOnlyStoreError: 409,
+    core.StoreUnreadableError: 500,
     ServiceUnavailableError: 503,
     core.PermissionDeniedError: 403,
     AuthenticationError: 401,
     RequestTimeoutError: 504,
+    RateLimitedError: 429,
     core.MissingDependencyError: 500,
 }
 
@@ -101,6 +111,6 @@ def error_type(code: str | None, status: int) -> type[PolymemError]:
     if found is not None:
         return found
     by_status = {401: AuthenticationError, 403: PermissionDeniedError, 404: core.NotFoundError,
-                 409: core.VersionConflictError, 413: PayloadTooLargeError, 422: InvalidInput,
+                 409: core.VersionConflictError, 413: PayloadTooLargeError, 422: InvalidInput, 429: RateLimitedError,
                  503: ServiceUnavailableError, 504: RequestTimeoutError}
     return by_status.get(status, PolymemError)

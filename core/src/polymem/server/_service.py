@@ -36,6 +36,7 @@ from ._audit import AuditLog
 from ._auth import AuthStore, Database, Grant, Principal, auth_db_for
 from ._errors import ContentRejectedError, ServiceUnavailableError, SourceBlockedError
 from ._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
+from ._replay import recall_entry, replay, returned
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +71,10 @@ class Withheld:
                 counts[key] = counts.get(key, 0) + 1
         return {"count": len(self.memory_ids), "by_reason": counts,
                 "memories": [{"memory_id": m, "reasons": self.reasons[m]} for m in self.memory_ids]}
+
+
+# /v1/embed embeds this many texts per step: an abandoned request stops after the step under way.
+EMBED_CHUNK = 4
 
 
 class Service:
@@ -130,6 +135,7 @@ class Service:
         for store in list(self._stores.values()):
             await store.close()
         self._stores.clear()
+        await asyncio.to_thread(self.audit.checkpoint)  # sign the head the last requests left
 
     def close_sync(self) -> None:
         self.db.close()
@@ -311,8 +317,15 @@ class Service:
                 withheld.reasons[hit.memory.memory_id] = reasons
             else:
                 passed.append(hit)
-        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=op.query,
-                          detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
+        for hit in passed:
+            if hit.explanation is not None:
+                hit.explanation["trust"]["guard"] = []  # checked, and nothing found (else withheld)
+        detail: dict[str, Any] = {"returned": returned(passed)}
+        if withheld.memory_ids:
+            detail["withheld"] = withheld.memory_ids
+        if op.as_of is not None:
+            detail["as_of"] = op.as_of.isoformat()
+        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=op.query, detail=detail)
         return RecallResult(passed, withheld.to_dict())
 
     async def embed(self, ctx: Context, texts: Sequence[str]) -> tuple[str, builtins.list[builtins.list[float]]]:
@@ -321,7 +334,9 @@ class Service:
         embedder = self.store(ctx.namespace).embedder
         if embedder is None:
             raise InvalidInput("the service runs without an embedder (lexical-only mode)")
-        vectors = await asyncio.to_thread(embedder.embed, list(texts))
+        vectors: builtins.list[Any] = []
+        for start in range(0, len(texts), EMBED_CHUNK):  # cancelled between chunks if the request is abandoned
+            vectors += await asyncio.to_thread(embedder.embed, list(texts[start:start + EMBED_CHUNK]))
         return embedder.model_id, [[float(x) for x in v] for v in vectors]
 
     async def nearest(self, ctx: Context, op: ops.Nearest) -> NearestResult:
@@ -352,7 +367,8 @@ class Service:
 
     async def get(self, ctx: Context, op: ops.Get) -> MemoryRecord | None:
         ctx.grant.require("read")
-        return await self._visible(ctx, op.memory_id)
+        rec = await self.store(ctx.namespace).execute(op)
+        return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
 
     async def list(self, ctx: Context, op: ops.ListMemories) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
@@ -459,6 +475,30 @@ class Service:
             return done
 
         return await self._shielded(work())
+
+    async def purge(self, ctx: Context, op: ops.Purge) -> bool:
+        """Remove a memory and every version of it for good (admin; audited without its content)."""
+        ctx.grant.require_admin()
+        store = self.store(ctx.namespace)
+
+        async def work() -> bool:
+            done = await store.execute(op)
+            if done:
+                await self._audit(ctx, "purge", memory_id=op.memory_id)
+            return done
+
+        return await self._shielded(work())
+
+    async def audit_replay(self, ctx: Context, op: ops.AuditReplay) -> dict[str, Any]:
+        """What recall entry `op.entry` gave the agent, checked against the log and the store (admin)."""
+        ctx.grant.require_admin()
+        entry, problems = await asyncio.to_thread(recall_entry, self.audit, op.entry)
+        if entry["namespace"] != ctx.namespace:
+            raise NotFoundError(f"no audit entry {op.entry} in namespace {ctx.namespace!r}")
+        store = self.store(ctx.namespace)
+        ids = [given["memory_id"] for given in entry["detail"]["returned"]]
+        histories = dict(zip(ids, await asyncio.gather(*(store.history(i) for i in ids))))
+        return replay(entry, problems, histories)
 
     async def history(self, ctx: Context, op: ops.History) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")

@@ -95,6 +95,41 @@ class RecordStoreConformance:
         assert (stored.version, stored.importance) == (a.version, a.importance)
 
 
+    def test_delete_keeps_a_tombstone_that_as_of_sees_through(self, records: Any) -> None:
+        (a,) = self._insert(records, "alpha fact")
+        later = NOW + timedelta(hours=1)
+        assert call(records.delete(NS, a.memory_id, later)) is True
+        assert call(records.get(NS, [a.memory_id])) == [] and call(records.delete(NS, a.memory_id, later)) is False
+        before = call(records.as_of(NS, NOW, "u", None, None))
+        assert [(r.memory_id, v) for r, v in before] == [(a.memory_id, None)]
+        assert call(records.as_of(NS, later, "u", None, None)) == []
+        assert [v.content for v in call(records.history(NS, a.memory_id))] == ["alpha fact"]
+
+    def test_as_of_gives_the_version_current_then(self, records: Any) -> None:
+        (a,) = self._insert(records, "alpha fact")
+        call(records.update(Update(NS, a.memory_id, {"content": "alpha fact, revised"}, None,
+                                   NOW + timedelta(hours=2))))
+        (past, _), = call(records.as_of(NS, NOW + timedelta(hours=1), None, [a.memory_id], None))
+        assert (past.content, past.version) == ("alpha fact", 1)
+        (now, _), = call(records.as_of(NS, NOW + timedelta(hours=3), None, [a.memory_id], None))
+        assert (now.content, now.version) == ("alpha fact, revised", 2)
+        assert call(records.as_of(NS, NOW - timedelta(hours=1), None, None, None)) == []
+
+    def test_purge_removes_the_memory_its_versions_and_its_tombstone(self, records: Any) -> None:
+        a, b = self._insert(records, "alpha fact", "beta fact")
+        call(records.update(Update(NS, a.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=1))))
+        call(records.delete(NS, a.memory_id, NOW + timedelta(hours=2)))
+        assert call(records.purge(NS, a.memory_id)) is True and call(records.purge(NS, b.memory_id)) is True
+        assert call(records.history(NS, a.memory_id)) == [] and call(records.history(NS, b.memory_id)) == []
+        assert call(records.as_of(NS, NOW + timedelta(hours=1), None, None, None)) == []
+        assert call(records.purge(NS, a.memory_id)) is False
+
+    def test_document_frequencies_count_the_memories_holding_each_term(self, records: Any) -> None:
+        self._insert(records, "alpha fact", "beta fact")
+        rows, docs = records.document_frequencies(NS, ["alpha", "gamma"])
+        assert rows >= 0 and docs["gamma"] in (0, 1) and docs["alpha"] >= 1
+
+
 class SessionStoreConformance:
     """Sessions: typed operations and batches."""
 

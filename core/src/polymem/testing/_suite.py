@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -242,6 +242,28 @@ class MemoryConformance:
         early = call(mem.recall("blue", user_id="ann", top_k=50,
                                 filter={"created_at": {"$lt": start + timedelta(hours=5)}, "metadata.n": {"$gte": 2}}))
         assert sorted(h.memory.metadata["n"] for h in early) == [2, 3, 4]
+
+    def test_metadata_filter_compares_a_whole_list_or_object(self, mem: Any) -> None:
+        call(mem.save("Draft one", user_id="ann", metadata={"tags": ["draft"], "who": {"b": 2, "a": 1}}))
+        call(mem.save("Final one", user_id="ann", metadata={"tags": ["draft", "final"]}))
+        call(mem.save("Plain one", user_id="ann", metadata={"tags": "['draft']"}))
+        listed = call(mem.list(user_id="ann", filter={"metadata.tags": ["draft"]}))
+        assert [r.content for r in listed] == ["Draft one"]
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.who": {"$eq": {"a": 1, "b": 2}}}))
+                ] == ["Draft one"]
+        others = call(mem.list(user_id="ann", filter={"metadata.tags": {"$ne": ["draft"]}}))
+        assert sorted(r.content for r in others) == ["Final one", "Plain one"]
+
+    def test_metadata_filter_takes_integers_beyond_64_bits(self, mem: Any) -> None:
+        call(mem.save("Priced", user_id="ann", metadata={"price": 10}))
+        assert len(call(mem.list(user_id="ann", filter={"metadata.price": {"$lt": 10**100}}))) == 1
+        assert call(mem.list(user_id="ann", filter={"metadata.price": {"$gt": -(10**100), "$lt": 5}})) == []
+
+    def test_metadata_filter_keys_may_hold_spaces(self, mem: Any) -> None:
+        call(mem.save("Spaced", user_id="ann", metadata={"first name": "Ann"}))
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.first name": "Ann"}))] == ["Spaced"]
+        with pytest.raises(InvalidFilterError, match="Invalid filter key"):
+            call(mem.list(user_id="ann", filter={"metadata.a') OR 1=1 OR json_extract(m.metadata, '$.": 1}))
 
     def test_recall_finds_chinese_words(self, mem: Any) -> None:
         call(mem.save("我喜欢蓝色", user_id="ann", category="preference"))
@@ -596,3 +618,156 @@ class MemoryConformance:
         clock.advance(hours=2)
         assert [r.content for r in call(mem.list(user_id="ann"))] == ["I like blue"]
         assert len(call(mem.list(user_id="ann", status=None))) == 2
+
+    # -- explain ----------------------------------------------------------------------------
+    def test_explain_gives_parts_that_recombine_to_each_score(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("My favourite colour is blue", user_id="ann", category="preference"))
+        call(mem.save("I walk my dog every morning", user_id="ann", source="inference"))
+        clock.advance(days=30)
+        hits = call(mem.recall("What colour is my favourite?", user_id="ann", explain=True))
+        assert hits
+        for hit in hits:
+            why = hit.explanation
+            relevance, live = why["relevance"], why["live"]
+            weight = relevance["vector_weight"]
+            fused = weight * max(0.0, why["similarity"] or 0.0) + (1 - weight) * (why["text"]["rank"] or 0.0)
+            assert relevance["value"] == pytest.approx(fused) == pytest.approx(hit.relevance)
+            assert live["decay_factor"] == pytest.approx(0.5 ** (live["age_days"] / live["half_life_days"]))
+            assert live["value"] == pytest.approx(min(1.0, live["base"] * live["decay_factor"] + live["access_bonus"]))
+            blend = why["blend"]["live_weight"]
+            assert why["score"] == pytest.approx(relevance["value"] * ((1 - blend) + blend * live["value"]))
+            assert why["score"] == pytest.approx(hit.score) and live["value"] == pytest.approx(hit.live_score)
+        best = hits[0].explanation
+        assert best["live"]["age_days"] == pytest.approx(30.0) and best["live"]["half_life_days"] == 60.0
+        assert best["live"]["source"] == "user_input" and best["live"]["base_by_source"] == 0.6
+        assert [t["term"] for t in best["text"]["terms"]] == ["color", "favourit"]  # as the index stems them
+        assert all(t["weight"] > 0 and t["documents"] == 1 for t in best["text"]["terms"])
+
+    def test_a_recall_without_explain_carries_no_explanation(self, mem: Any) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        assert [h.explanation for h in call(mem.recall("blue", user_id="ann"))] == [None]
+
+    def test_explain_in_lexical_mode_names_the_text_match(self, lexical: Any) -> None:
+        call(lexical.save("Remember my dog is called Rex", user_id="ann"))
+        (hit,) = call(lexical.recall("What is my dog called?", user_id="ann", explain=True))
+        why = hit.explanation
+        assert why["relevance"]["mode"] == "lexical" and why["relevance"]["admitted_by"] == "text"
+        assert why["similarity"] is None and why["relevance"]["value"] == pytest.approx(why["text"]["rank"])
+        assert {"dog", "call"} <= {t["term"] for t in why["text"]["terms"]}
+
+    # -- time travel ------------------------------------------------------------------------
+    def test_as_of_gives_each_memory_in_the_version_current_then(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann", category="preference"))
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        call(mem.update(rec.memory_id, content="I like black"))
+        assert call(mem.get(rec.memory_id, as_of=then)).content == "I like blue"
+        assert [r.content for r in call(mem.list(user_id="ann", as_of=then))] == ["I like blue"]
+        past = call(mem.recall("Which colour do I like?", user_id="ann", as_of=then))
+        assert [(h.memory.content, h.memory.version) for h in past] == [("I like blue", 1)]
+        assert [h.memory.content for h in call(mem.recall("Which colour do I like?", user_id="ann"))] == [
+            "I like black"]
+
+    def test_as_of_leaves_out_what_was_saved_later(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("I like blue", user_id="ann"))
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        later = call(mem.save("I like green", user_id="ann"))
+        assert call(mem.get(later.memory_id, as_of=then)) is None
+        assert [h.memory.content for h in call(mem.recall("colour I like", user_id="ann", as_of=then))] == [
+            "I like blue"]
+
+    def test_a_deleted_memory_is_gone_now_but_seen_before_its_deletion(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        assert call(mem.delete(rec.memory_id)) is True
+        assert call(mem.get(rec.memory_id)) is None and call(mem.recall("blue", user_id="ann")) == []
+        assert call(mem.get(rec.memory_id, as_of=then)).content == "I like blue"
+        assert [h.memory.memory_id for h in call(mem.recall("blue", user_id="ann", as_of=then))] == [rec.memory_id]
+        assert call(mem.get(rec.memory_id, as_of=clock.advance(hours=1))) is None
+        assert [v.content for v in call(mem.history(rec.memory_id))] == ["I like blue"]
+
+    def test_purge_removes_a_memory_and_its_past_for_good(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("My passport number is X123", user_id="ann"))
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        call(mem.update(rec.memory_id, content="My passport number is Y456"))
+        call(mem.delete(rec.memory_id))
+        assert call(mem.purge(rec.memory_id)) is True
+        assert call(mem.get(rec.memory_id, as_of=then)) is None and call(mem.history(rec.memory_id)) == []
+        assert call(mem.recall("passport number", user_id="ann", as_of=then)) == []
+        assert call(mem.purge(rec.memory_id)) is False
+
+    def test_purge_removes_a_live_memory_too(self, mem: Any) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        assert call(mem.purge(rec.memory_id)) is True
+        assert call(mem.get(rec.memory_id)) is None and call(mem.history(rec.memory_id)) == []
+
+    def test_as_of_recalls_the_preference_held_before_a_supersession(self, mem: Any, clock: FakeClock) -> None:
+        old = call(mem.save("My favourite colour is blue", user_id="ann", category="preference"))
+        february = clock.advance(days=40)
+        clock.advance(days=20)
+        call(mem.save("My favourite colour is now black", user_id="ann", category="preference"))
+        call(mem.consolidate())
+        question = "What is my favourite colour?"
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann", as_of=february))] == [
+            "My favourite colour is blue"]
+        assert call(mem.get(old.memory_id, as_of=february)).version == 1
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann"))] == [
+            "My favourite colour is now black"]
+
+    def test_as_of_computes_live_scores_at_that_time(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("Buy milk", user_id="ann", category="task"))
+        then = clock.advance(days=7)
+        clock.advance(days=70)
+        (hit,) = call(mem.recall("milk", user_id="ann", as_of=then, explain=True))
+        assert hit.explanation["live"]["age_days"] == pytest.approx(7.0)
+        assert hit.live_score == pytest.approx(0.6 * 0.5)
+
+    def test_as_of_filters_the_versions_current_then(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("Project kickoff on Monday", user_id="ann", metadata={"topic": "work"}))
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        call(mem.update(rec.memory_id, metadata={"topic": "archive"}))
+        assert [r.memory_id for r in call(mem.list(user_id="ann", filter={"metadata.topic": "work"},
+                                                   as_of=then))] == [rec.memory_id]
+        assert call(mem.list(user_id="ann", filter={"metadata.topic": "work"})) == []
+
+    def test_a_recall_as_of_the_past_reinforces_nothing(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann"))
+        then = clock.advance(hours=1)
+        call(mem.recall("blue", user_id="ann", as_of=then))
+        call(mem.flush())
+        assert call(mem.get(rec.memory_id)).access_count == 0
+
+    def test_as_of_must_be_aware(self, mem: Any) -> None:
+        with pytest.raises(NaiveDatetimeError):
+            call(mem.recall("blue", user_id="ann", as_of=datetime(2026, 1, 1)))
+
+    # -- validity time ----------------------------------------------------------------------
+    def test_what_held_in_february_is_recalled_after_a_supersession(self, mem: Any, clock: FakeClock) -> None:
+        call(mem.save("My favourite colour is blue", user_id="ann", category="preference"))
+        february = clock.advance(days=40)
+        clock.advance(days=30)
+        march_first = february + timedelta(days=19)
+        call(mem.save("My favourite colour is now black", user_id="ann", category="preference",
+                      valid_from=march_first))
+        call(mem.consolidate())
+        question = "What is my favourite colour?"
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann", valid_at=february))] == [
+            "My favourite colour is blue"]
+        assert [h.memory.content for h in call(mem.recall(question, user_id="ann",
+                                                          valid_at=march_first + timedelta(days=1)))] == [
+            "My favourite colour is now black"]
+        (now,) = call(mem.list(user_id="ann", category="preference"))
+        assert now.metadata["valid_from"] == march_first.isoformat()
+
+    def test_a_fact_is_listed_only_within_its_validity(self, mem: Any) -> None:
+        start, end = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        rec = call(mem.save("I live in Paris", user_id="ann", valid_from=start, valid_to=end))
+        assert (rec.metadata["valid_from"], rec.metadata["valid_to"]) == (start.isoformat(), end.isoformat())
+        assert [r.memory_id for r in call(mem.list(user_id="ann", valid_at=datetime(2022, 6, 1, tzinfo=timezone.utc)))
+                ] == [rec.memory_id]
+        assert call(mem.list(user_id="ann", valid_at=datetime(2024, 6, 1, tzinfo=timezone.utc))) == []
+        assert call(mem.list(user_id="ann", valid_at=datetime(2019, 6, 1, tzinfo=timezone.utc))) == []

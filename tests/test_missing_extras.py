@@ -1,0 +1,98 @@
+"""An optional dependency that is not installed gives `MissingDependencyError` naming the extra
+that brings it, never a raw `ModuleNotFoundError`. Absence is simulated in a fresh interpreter whose
+import system refuses the blocked packages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# Put before the code under test: every import of a blocked package (or of a module inside it) fails
+# as it does when the package is not installed.
+_BLOCKER = textwrap.dedent("""
+    import importlib.abc, sys
+    BLOCKED = set(sys.argv[1].split(","))
+
+    class Absent(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, Absent())
+    import polymem
+    try:
+""")
+_REPORT = textwrap.dedent("""
+    except polymem.MissingDependencyError as exc:
+        print("MissingDependencyError:", exc)
+    except SystemExit as exc:
+        print("exit", exc.code)
+""")
+
+
+def run_without(blocked: str, code: str, tmp_path: Path) -> str:
+    script = _BLOCKER + textwrap.indent(textwrap.dedent(code), "    ") + _REPORT
+    result = subprocess.run([sys.executable, "-c", script, blocked], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "POLYMEM_HOME": str(tmp_path),
+                                               "PYTHONPATH": ":".join(sys.path)})
+    assert "ModuleNotFoundError" not in result.stderr, result.stderr
+    return result.stdout + result.stderr
+
+
+CASES = {
+    # extra: (packages made absent, code that needs them)
+    "server": ("fastapi,uvicorn", """
+        from polymem.cli import main
+        main(["serve", "--url", "memory://", "--no-embedder"])
+    """),
+    "http": ("httpx", """
+        polymem.open("http://127.0.0.1:9", token="t")
+    """),
+    "mcp": ("mcp", """
+        from polymem.cli import main
+        main(["mcp", "--url", "memory://", "--no-embedder"])
+    """),
+    "postgres": ("psycopg,psycopg_pool", """
+        polymem.open("postgresql://localhost:9/none", embedder=None)
+    """),
+    "redis": ("redis", """
+        polymem.open("memory://", embedder=None, working_memory="redis://localhost:9")
+    """),
+    "local": ("sentence_transformers", """
+        polymem.SentenceTransformerEmbedder().embed(["hello"])
+    """),
+    "onnx": ("onnxruntime,tokenizers", """
+        from pathlib import Path
+        Path("m").mkdir(); Path("m/model.onnx").write_bytes(b"")
+        polymem.OnnxEmbedder("m").embed(["hello"])
+    """),
+    "export": ("onnx,onnxscript,onnxruntime", """
+        from polymem._embedders import export_onnx_model
+        export_onnx_model("out")
+    """),
+}
+
+
+@pytest.mark.parametrize("extra", sorted(CASES))
+def test_a_missing_extra_names_the_pip_line(extra: str, tmp_path: Path) -> None:
+    blocked, code = CASES[extra]
+    out = run_without(blocked, code, tmp_path)
+    assert f"pip install polymem[{extra}]" in out, out
+
+
+def test_an_unknown_url_scheme_fails_before_any_model_loads(tmp_path: Path) -> None:
+    code = """
+        try:
+            polymem.open("htp://localhost/memory.db")
+        except polymem.InvalidURLError as exc:
+            print(exc, "| torch imported:", "torch" in sys.modules, "| sentence_transformers imported:",
+                  "sentence_transformers" in sys.modules)
+    """
+    out = run_without("none", code, tmp_path)
+    assert "sqlite://" in out and "postgresql://" in out and "http://" in out, out
+    assert "torch imported: False" in out and "sentence_transformers imported: False" in out, out

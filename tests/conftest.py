@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import polymem
+from polymem._embedders import export_onnx_model
 
 BACKENDS = ["memory", "sqlite"]
 DRIVERS = ["sync", "async"]
@@ -32,3 +33,9 @@ def store_factory(backend: str, driver: str, tmp_path: Path) -> Any:
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     backend, driver = request.param.split("-")
     return store_factory(backend, driver, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 exported to ONNX int8 once per test run (takes a minute)."""
+    return export_onnx_model(tmp_path_factory.mktemp("onnx"))

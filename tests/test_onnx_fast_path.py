@@ -11,14 +11,8 @@ import numpy as np
 import pytest
 
 from polymem import OnnxEmbedder, SentenceTransformerEmbedder
-from polymem._embedders import export_onnx_model
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_onnx_model(tmp_path_factory.mktemp("onnx"))
 
 
 def test_onnx_vectors_match_the_torch_model(exported: Path) -> None:

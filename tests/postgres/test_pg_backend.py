@@ -18,6 +18,7 @@ import pytest
 
 import polymem
 from polymem._backend import SearchRequest
+from polymem._engine import DEFAULT_MAX_CONTENT_CHARS
 from polymem._memory import _engine
 from polymem._storage import Insert, Update
 from polymem.testing import FakeClock
@@ -43,7 +44,7 @@ class HashEmbedder:
 def pg_memory(url: str, embedder: Any = None, clock: Any = None, namespace: str = "default") -> polymem.Memory:
     from polymem._postgres import PostgresBackend
 
-    eng = _engine(namespace, embedder, clock, None, None, None, None, None, 8000)
+    eng = _engine(namespace, embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
     return polymem.Memory(PostgresBackend(url), eng)  # type: ignore[arg-type]
 
 
@@ -574,10 +575,36 @@ def test_models_never_mix(pg_url: str) -> None:
         mem.save("I like blue", user_id="ann")
         other = pg_memory(pg_url, polymem.testing.local_embedder())
         try:
-            with pytest.raises(polymem.ReembedRequiredError):
-                other.recall("blue", user_id="ann")
+            [hit] = other.recall("blue", user_id="ann")
+            assert hit.similarity is None  # found by its text; another model's vector is never compared
+            assert other.reembed() == 1
+            assert other.recall("blue", user_id="ann")[0].similarity is not None
         finally:
             other.close()
+    finally:
+        mem.close()
+
+
+class HalfHashEmbedder(HashEmbedder):
+    """HashEmbedder's model id with half its dimensions (a misconfigured process)."""
+
+    dimension = 32
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [vector[:32] for vector in super().embed(texts)]
+
+
+def test_vectors_of_a_model_id_with_another_dimension_are_refused_at_write(pg_url: str) -> None:
+    mem = pg_memory(pg_url, HashEmbedder())
+    try:
+        mem.save("I like blue", user_id="ann")
+        other = pg_memory(pg_url, HalfHashEmbedder())
+        try:
+            with pytest.raises(polymem.DimensionMismatchError):
+                other.save("I like red", user_id="ann")
+        finally:
+            other.close()
+        assert [h.memory.content for h in mem.recall("blue", user_id="ann")] == ["I like blue"]
     finally:
         mem.close()
 
@@ -657,9 +684,10 @@ def test_concurrent_recalls_count_every_access(pg_url: str) -> None:
 _SAVER = textwrap.dedent("""
     import sys
     import polymem
+    from polymem._engine import DEFAULT_MAX_CONTENT_CHARS
     from polymem._memory import _engine
     from polymem._postgres import PostgresBackend
-    mem = polymem.Memory(PostgresBackend(sys.argv[1]), _engine("default", None, None, None, None, None, None, None, 8000))
+    mem = polymem.Memory(PostgresBackend(sys.argv[1]), _engine("default", None, None, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS))
     for i in range(25):
         mem.save(f"fact number {i}", user_id="ann")
         mem.save(f"keyed {i} from {sys.argv[2]}", user_id="ann", idempotency_key=f"k{i}")
@@ -709,7 +737,7 @@ def _records(snapshot: bytes) -> list[Any]:
 def test_snapshot_round_trip_sqlite_to_postgres_and_back_is_exact(pg_url: str, tmp_path: Any) -> None:
     clock = FakeClock()
     embedder = HashEmbedder()
-    eng = lambda: _engine("default", embedder, clock, None, None, None, None, None, 8000)  # noqa: E731
+    eng = lambda: _engine("default", embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)  # noqa: E731
     sqlite = polymem.Memory(polymem._memory.make_backend(f"sqlite:///{tmp_path}/a.db"), eng())
     pg = pg_memory(pg_url, embedder, clock)
     back = polymem.Memory(polymem._memory.make_backend(f"sqlite:///{tmp_path}/b.db"), eng())

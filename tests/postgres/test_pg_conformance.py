@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 import polymem
+from polymem._engine import DEFAULT_MAX_CONTENT_CHARS
 from polymem._memory import _engine
 from polymem.testing import MemoryConformance
 
 
 def open_pg(url: str, driver: str, clock: Any, embedder: Any, **engine: Any) -> Any:
     """A store over PostgreSQL, built directly (the `postgresql` scheme is wired by the lead)."""
-    eng = _engine(engine.get("namespace", "default"), embedder, clock, None, None, None, None, None, 8000)
+    eng = _engine(engine.get("namespace", "default"), embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
     if driver == "sync":
         from polymem._postgres import PostgresBackend
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import polymem
+from polymem._engine import DEFAULT_MAX_CONTENT_CHARS
 from polymem._memory import _engine
 from polymem.testing import FakeClock, MemoryConformance, call
 
@@ -26,7 +27,7 @@ def open_composite(long_term: str, redis_url: str, driver: str, clock: Any, embe
     from polymem._local import LocalTransport
     from polymem._redis import AsyncRedisWorkingMemory, RedisWorkingMemory
 
-    eng = _engine("default", embedder, clock, None, None, None, None, None, 8000)
+    eng = _engine("default", embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
     if driver == "sync":
         records = polymem._memory.make_backend(long_term)
         return polymem.Memory(LocalTransport(records, eng, RedisWorkingMemory(redis_url)))
@@ -191,7 +192,7 @@ def test_consolidate_waits_for_another_instances_lock(pg_url: str) -> None:
     from polymem._postgres import PostgresBackend
 
     clock = FakeClock()
-    eng = _engine("default", None, clock, None, None, None, None, None, 8000)
+    eng = _engine("default", None, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
     mem = polymem.Memory(PostgresBackend(pg_url), eng)  # type: ignore[arg-type]
     other = PostgresBackend(pg_url)
     try:

@@ -35,9 +35,11 @@ def test_a_langchain_embeddings_object_is_polymems_embedder(db_url: str) -> None
 def test_a_different_langchain_model_is_a_different_vector_space(db_url: str) -> None:
     with polymem.open(db_url, embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=32))) as mem:
         mem.save("some memory", user_id="ann")
-    with polymem.open(db_url, embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=16))) as mem, \
-            pytest.raises(polymem.ReembedRequiredError):
-        mem.recall("some memory", user_id="ann")
+    with polymem.open(db_url, embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=16))) as mem:
+        [hit] = mem.recall("some memory", user_id="ann")
+        assert hit.similarity is None  # found by its text; the other model's vector is never compared
+        assert mem.reembed() == 1
+        assert mem.recall("some memory", user_id="ann")[0].similarity == pytest.approx(1.0, abs=1e-5)
 
 
 def test_polymems_embedder_works_where_langchain_expects_embeddings(embedder: polymem.Embedder) -> None:

@@ -202,3 +202,37 @@ def test_a_second_process_sees_what_the_first_wrote(db_url, lexical, conversatio
 
     assert out.stdout.split() == ["['shared']", str(len(conversation)), "search_hotels"]
     assert len(PolymemChatStore(lexical).get_messages("shared")) == len(conversation) + 1
+
+
+def test_persist_and_from_persist_path_round_trip_as_simple_chat_store_does(lexical, conversation, tmp_path: Path) -> None:
+    path = str(tmp_path / "saved" / "chat_store.json")
+    stock, ours = SimpleChatStore(), PolymemChatStore(lexical, user_id="ann")
+    for store in (stock, ours):
+        store.set_messages("k1", conversation[:2])
+        store.set_messages("k2", conversation[2:3])
+        store.persist(path)
+        again = type(store).from_persist_path(path)
+        assert sorted(again.get_keys()) == ["k1", "k2"]
+        assert [again.get_messages(k) for k in ("k1", "k2")] == [conversation[:2], conversation[2:3]]
+
+
+def test_a_persisted_in_memory_store_comes_back_in_a_new_process(conversation, tmp_path: Path) -> None:
+    path = tmp_path / "chat_store.json"
+    PolymemChatStore(polymem.open("memory://persisted", embedder=None)).set_messages("k1", conversation[:2])
+    PolymemChatStore(polymem.open("memory://persisted", embedder=None)).persist(str(path))
+    code = ("import sys; from polymem_llamaindex import PolymemChatStore; "
+            "print([m.content for m in PolymemChatStore.from_persist_path(sys.argv[1]).get_messages('k1')])")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr([m.content for m in conversation[:2]])
+
+
+def test_a_simple_chat_store_file_is_imported_into_the_store_given(lexical, conversation, tmp_path: Path) -> None:
+    path = str(tmp_path / "chat_store.json")
+    stock = SimpleChatStore()
+    stock.set_messages("k1", conversation[:2])
+    stock.persist(path)
+
+    store = PolymemChatStore.from_persist_path(path, memory=lexical)
+
+    assert store.get_messages("k1") == conversation[:2]
+    assert PolymemChatStore(lexical).get_messages("k1") == conversation[:2]

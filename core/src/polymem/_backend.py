@@ -307,7 +307,10 @@ class RecordStore(ABC):
     def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
 
     @abstractmethod
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]: ...
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                        missing_only: bool = False) -> builtins.list[tuple[str, str]]:
+        """(memory_id, content) of records without a vector of `model_id` (`missing_only`: without
+        any vector: those of another model are left out)."""
 
     @abstractmethod
     def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
@@ -458,8 +461,8 @@ class AsyncRecordStore(ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot look memories up by key")
 
     @abstractmethod
-    async def pending_reembed(self, namespace: str | None, model_id: str,
-                              limit: int) -> builtins.list[tuple[str, str]]: ...
+    async def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                              missing_only: bool = False) -> builtins.list[tuple[str, str]]: ...
 
     @abstractmethod
     async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...

@@ -12,8 +12,10 @@ import contextlib
 import importlib
 import logging
 import os
+import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,8 +115,28 @@ def _hub_bar_states() -> dict[str, bool] | None:
     return dict(states) if states is not None else None
 
 
+# Forked workers (multiprocessing's fork, gunicorn --preload, Celery prefork) inherit a loaded model
+# but not the threads behind it. torch's OpenMP pool waits forever for workers the child does not
+# have, at its first parallel embedding; one thread per child cannot (and a pool of workers is the
+# parallelism anyway). A lock a parent thread held at the fork would stay held in the child: each
+# embedder gets a fresh one.
+_LOADED: weakref.WeakSet[SentenceTransformerEmbedder | OnnxEmbedder] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and any(isinstance(e, SentenceTransformerEmbedder) and e._model is not None for e in _LOADED):
+        torch.set_num_threads(1)
+    for embedder in list(_LOADED):
+        embedder._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily on first use (offline)."""
+    """A sentence-transformers model, loaded lazily on first use (offline); safe to use in a
+    forked child (it embeds there on one thread)."""
 
     def __init__(self, model: str | Path | None = None, *, model_id: str | None = None, device: str = "cpu") -> None:
         self._path = str(model) if model is not None else None
@@ -122,6 +144,7 @@ class SentenceTransformerEmbedder:
         self._device = device
         self._model: Any = None
         self._lock = threading.Lock()
+        _LOADED.add(self)
 
     def _load(self) -> Any:
         with self._lock:
@@ -167,6 +190,7 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._dim: int | None = None
+        _LOADED.add(self)
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:

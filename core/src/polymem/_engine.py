@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,6 @@ from ._errors import (
     InvalidFilterError,
     InvalidInput,
     NotFoundError,
-    ReembedRequiredError,
     VersionConflictError,
 )
 from ._models import (
@@ -62,6 +62,8 @@ from ._storage import (
 )
 from ._text import content_hash, numbers_with_units, query_terms, terms
 from ._time import Clock, require_aware
+
+log = logging.getLogger("polymem")
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,22 @@ def _call(func: Callable[..., Any], *args: Any) -> Op:
 
 MAX_TOP_K = 1000
 CANDIDATES = 100
+LAZY_EMBED_BATCH = 64
+"""Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
+DEFAULT_MAX_CONTENT_CHARS = 4_000_000
+"""The largest memory, message or query a store takes by default (about 4 MB of text); above it,
+`ContentTooLargeError`. `open(max_content_chars=…)` changes it; the HTTP service also limits the
+size of a request body (`polymem serve --max-body-bytes`)."""
+EMBED_HEAD_CHARS = 8000
+"""What of a text is embedded: its first 8,000 characters (more than all-MiniLM-L6-v2's window of
+256 word pieces, within an HTTP model's); the full-text index holds all of it. Measured on long
+memories by bench/bench_long_memories.py: one vector of the head finds a fact at the start as
+well as a vector per chunk does, and a mean of chunk vectors finds less wherever the fact is."""
+
+
+def embed_op(texts: Sequence[str]) -> Op:
+    """The step embedding `texts` (each cut to its first `EMBED_HEAD_CHARS` characters)."""
+    return Op("embed", "embed", ([t[:EMBED_HEAD_CHARS] for t in texts],))
 _CHANGE_MARKERS = re.compile(
     r"\b(now|switched|switch|changed|change|no longer|not anymore|anymore|any more|instead|actually|moved|"
     r"these days|nowadays|started|stopped)\b|现在|改成|改为|换成|不再",
@@ -185,6 +203,7 @@ class Engine:
         self.token_counter = token_counter
         self.judge = judge
         self.max_content_chars = max_content_chars
+        self._told_foreign = False
 
     # -- validation ---------------------------------------------------------------------------
     def _content(self, content: Any, what: str = "content") -> str:
@@ -312,7 +331,7 @@ class Engine:
                 raise InvalidInput("vectors were given but the store has no embedder (lexical-only mode)")
             matrix = as_matrix(vectors, self.embedder.dimension)
         elif self.embedder is not None:
-            raw = yield Op("embed", "embed", ([i.record.content for i in items],))
+            raw = yield embed_op([i.record.content for i in items])
             matrix = as_matrix(raw, self.embedder.dimension)
         else:
             matrix = None
@@ -457,15 +476,11 @@ class Engine:
             raise InvalidInput(f"explain must be True or False, got {explain!r}")
         now = self.clock() if as_of is None else require_aware(as_of, "as_of")
         model_id = self.embedder.model_id if self.embedder else None
-        if self.embedder is not None and as_of is None:
-            foreign = yield _backend("count_foreign_vectors", self.namespace, model_id)
-            if foreign:
-                raise ReembedRequiredError(
-                    f"{foreign} memories in namespace {self.namespace!r} were embedded with another model "
-                    f"(or none); the store now uses {model_id!r}. Run `polymem reembed` (or Memory.reembed()) "
-                    "so vector spaces are never mixed.")
+        if self.embedder is not None and as_of is None and \
+                (yield _backend("count_foreign_vectors", self.namespace, model_id)):
+            yield from self._embed_missing()
         if self.embedder is not None:
-            raw = [query_vector] if query_vector is not None else (yield Op("embed", "embed", ([query],)))
+            raw = [query_vector] if query_vector is not None else (yield embed_op([query]))
             vector = as_matrix(raw, self.embedder.dimension)[0]
         elif query_vector is not None:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
@@ -506,6 +521,24 @@ class Engine:
             yield _backend("reinforce", self.namespace, bonuses, now)
         return RecallResult(hits)
 
+    def _embed_missing(self) -> Plan:
+        """Give a few memories saved without a vector (by a process without a model) one now;
+        say once that memories of another model are found by their text alone."""
+        assert self.embedder is not None
+        model_id = self.embedder.model_id
+        rows = yield _backend("pending_reembed", self.namespace, model_id, LAZY_EMBED_BATCH, missing_only=True)
+        if rows:
+            raw = yield embed_op([content for _, content in rows])
+            matrix = as_matrix(raw, self.embedder.dimension)
+            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
+        if len(rows) < LAZY_EMBED_BATCH and not self._told_foreign:
+            left = yield _backend("count_foreign_vectors", self.namespace, model_id)
+            if left:
+                self._told_foreign = True
+                log.warning("polymem: %d memories in namespace %r have vectors of another model than %r; recall "
+                            "finds them by full text only until `polymem reembed` (Memory.reembed()) re-embeds them",
+                            left, self.namespace, model_id)
+
     def _past_candidates(self, at: datetime, vector: np.ndarray | None, query: Sequence[str], user_id: str | None,
                          agent_id: str | None, category: str | None, filter: dict[str, Any] | None,
                          valid_at: datetime | None) -> Plan:
@@ -521,7 +554,7 @@ class Engine:
             stale = [i for i, (_, v) in enumerate(rows) if v is None]
             vectors = [v for _, v in rows]
             if stale:
-                raw = yield Op("embed", "embed", ([rows[i][0].content for i in stale],))
+                raw = yield embed_op([rows[i][0].content for i in stale])
                 for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
                     vectors[i] = fresh
             similarities = [float(v @ vector) if v is not None else None for v in vectors]
@@ -651,7 +684,7 @@ class Engine:
         if "content" in changes:
             chash, new_terms = content_hash(changes["content"]), terms(changes["content"])
             if self.embedder is not None:
-                raw = yield Op("embed", "embed", ([changes["content"]],))
+                raw = yield embed_op([changes["content"]])
                 vector, model_id = as_matrix(raw, self.embedder.dimension)[0], self.embedder.model_id
         return (yield Update(self.namespace, memory_id, changes, expected_version, self.clock(),
                              vector, model_id, chash, new_terms))
@@ -695,7 +728,7 @@ class Engine:
             rows = yield _backend("pending_reembed", self.namespace, self.embedder.model_id, batch)
             if not rows:
                 return done
-            raw = yield Op("embed", "embed", ([content for _, content in rows],))
+            raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
             yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
             done += len(rows)
@@ -816,7 +849,7 @@ class Engine:
         if "valid_to" in newer.metadata:
             metadata["valid_to"] = newer.metadata["valid_to"]
         if vector is None and self.embedder is not None:
-            raw = yield Op("embed", "embed", ([newer.content],))
+            raw = yield embed_op([newer.content])
             vector = as_matrix(raw, self.embedder.dimension)[0]
         supersede = Update(
             self.namespace, older.memory_id,

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlparse
 from . import operations as ops
 from ._backend import AnySessionStore, AsyncBackend, Backend
 from ._embedders import data_dir, resolve_embedder
-from ._engine import Engine, RuleContradictionJudge, make_message
+from ._engine import DEFAULT_MAX_CONTENT_CHARS, Engine, RuleContradictionJudge, make_message
 from ._errors import InvalidInput, InvalidURLError
 from ._extract import ExtractiveSummarizer, RuleExtractor
 from ._local import LocalTransport
@@ -434,13 +434,14 @@ def open(  # noqa: A001 - the public name is polymem.open
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000, token: str | None = None, working_memory: str | None = None,
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
     `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
     `token=` or `POLYMEM_TOKEN`), `postgresql://…` (`pip install polymem[postgres]`), or a
     plug-in scheme. `working_memory="redis://…"` keeps sessions in Redis (several service
-    instances then share them).
+    instances then share them). A memory, message or query longer than `max_content_chars`
+    (default 4,000,000) raises `ContentTooLargeError`; anything shorter is stored whole.
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -457,7 +458,7 @@ def open_async(
     url: str | None = None, *, embedder: Any = "auto", clock: Clock | None = None, namespace: str = "default",
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
-    max_content_chars: int = 8000, token: str | None = None, working_memory: str | None = None,
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     return AsyncMemory(_transport(url, True, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,

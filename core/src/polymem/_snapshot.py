@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from ._embedders import as_matrix
-from ._engine import Engine, Op, Plan, _backend, _sequence, check_label
+from ._engine import Engine, Plan, _backend, _sequence, check_label, embed_op
 from ._errors import InvalidInput, PolymemError, SnapshotError
 from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
 from ._text import content_hash, terms
@@ -216,7 +216,7 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
     reembedded = 0
     for start in range(0, len(needs_embedding), 256):
         chunk = needs_embedding[start:start + 256]
-        raw = yield Op("embed", "embed", ([r["record"].content for r in chunk],))
+        raw = yield embed_op([r["record"].content for r in chunk])
         matrix = as_matrix(raw, dim)
         for n, row in enumerate(chunk):
             row["vector"] = matrix[n]

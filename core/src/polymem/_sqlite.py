@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -40,6 +40,7 @@ from ._backend import (
     versions_then,
 )
 from ._errors import (
+    DimensionMismatchError,
     InvalidURLError,
     NotFoundError,
     ReadOnlyStoreError,
@@ -484,6 +485,7 @@ class SQLiteBackend(Backend):
                 # in a folder this process cannot write, read the file as it is (immutable): see docs/.
                 self._connect(f"{target}&immutable=1", uri, busy_timeout_ms, durability)
         self._caches: dict[str | None, _VectorCache] = {}
+        self._dimensions: dict[str, int] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
@@ -666,11 +668,29 @@ class SQLiteBackend(Backend):
         stored = [json.loads(r[1]) for r in rows]
         return stored if rows and rows[-1][0] == current.version else [*stored, current.to_dict()]
 
+    def _check_dimension(self, conn: sqlite3.Connection, model_id: str | None,
+                         vectors: Iterable[np.ndarray | None]) -> None:
+        """Every vector of one model has the stored ones' length: another length (a process whose
+        embedder claims the same model id) is refused, as it would break every search in its scope."""
+        lengths = {len(v) for v in vectors if v is not None}
+        if model_id is None or not lengths:
+            return
+        known = self._dimensions.get(model_id)
+        if known is None:
+            row = conn.execute("SELECT length(vector) FROM memories WHERE embedding_model = ? AND vector IS NOT NULL "
+                               "LIMIT 1", (model_id,)).fetchone()
+            known = self._dimensions[model_id] = row[0] // 4 if row else min(lengths)
+        if lengths != {known}:
+            raise DimensionMismatchError(f"vectors of model {model_id!r} have dimension {known} in this store; "
+                                         f"got {', '.join(map(str, sorted(lengths - {known})))}")
+
     # -- records ------------------------------------------------------------------------------
     def insert(self, op: Insert) -> builtins.list[tuple[MemoryRecord, bool]]:
         items, now = op.items, op.now
         now_us = to_micros(now)
         with self._write() as conn:
+            for model_id in {item.record.embedding_model for item in items}:
+                self._check_dimension(conn, model_id, (i.vector for i in items if i.record.embedding_model == model_id))
             seq = self._next_seq(conn)
             existing = self._existing(conn, items)
             next_rowid = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM memories").fetchone()[0]) + 1
@@ -789,6 +809,7 @@ class SQLiteBackend(Backend):
             if expected_version is not None and current.version != expected_version:
                 raise VersionConflictError(
                     f"memory {memory_id} is at version {current.version}, not {expected_version}")
+            self._check_dimension(conn, model_id, [vector])
             self._keep_version(conn, current)
             new = current.replace(**changes, version=current.version + 1, updated_at=now)
             if content_hash is not None:
@@ -1118,17 +1139,21 @@ class SQLiteBackend(Backend):
             out.append((record, vector))
         return out
 
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                        missing_only: bool = False) -> builtins.list[tuple[str, str]]:
         clause = "" if namespace is None else "namespace = ? AND "
         args: tuple[Any, ...] = () if namespace is None else (namespace,)
+        other = "" if missing_only else "OR embedding_model != ? "
+        models: tuple[Any, ...] = () if missing_only else (model_id,)
         with self._read() as conn:
             return [(r[0], r[1]) for r in conn.execute(
                 f"SELECT memory_id, content FROM memories WHERE {clause}"
-                "(embedding_model IS NULL OR embedding_model != ? OR vector IS NULL) ORDER BY rowid LIMIT ?",
-                (*args, model_id, limit))]
+                f"(embedding_model IS NULL {other}OR vector IS NULL) ORDER BY rowid LIMIT ?",
+                (*args, *models, limit))]
 
     def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         with self._write() as conn:
+            self._check_dimension(conn, model_id, (v for _, v in items))
             seq = self._next_seq(conn)
             conn.executemany("UPDATE memories SET vector = ?, embedding_model = ?, seq = ? WHERE memory_id = ?",
                              [(_blob(v), model_id, seq, mid) for mid, v in items])
@@ -1181,6 +1206,7 @@ class SQLiteBackend(Backend):
                 if exists:
                     report.duplicates += 1
                     continue
+                self._check_dimension(conn, record.embedding_model, [item.get("vector")])
                 cursor = conn.execute(
                     f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
                     f"VALUES ({', '.join('?' * 23)})",

@@ -9,10 +9,13 @@ conversation remains in polymem for every framework to read.
 
 from __future__ import annotations
 
+import json
+import os
 import weakref
 from collections.abc import Generator, Iterable
 from typing import Any, TypeVar
 
+import fsspec
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
@@ -166,6 +169,40 @@ class PolymemChatStore(PolymemBound, BaseChatStore):
 
     async def aget_keys(self) -> list[str]:
         return await arun(self._store, self._keys())
+
+    def persist(self, persist_path: str = "chat_store.json", fs: fsspec.AbstractFileSystem | None = None) -> None:
+        """Write the link to the store and every key's messages to a JSON file, as
+        `SimpleChatStore.persist` writes its messages (`store`: key -> messages)."""
+        fs = fs or fsspec.filesystem("file")
+        folder = os.path.dirname(persist_path)
+        if folder and not fs.exists(folder):
+            fs.makedirs(folder)
+        messages = {key: [m.model_dump(mode="json") for m in self.get_messages(key)] for key in self.get_keys()}
+        with fs.open(persist_path, "w", encoding="utf-8") as file:
+            json.dump({**self.to_dict(), "store": messages}, file, ensure_ascii=False)
+
+    @classmethod
+    def from_persist_path(cls, persist_path: str = "chat_store.json", fs: fsspec.AbstractFileSystem | None = None,
+                          memory: Store | str | None = None) -> PolymemChatStore:
+        """The chat store `persist` wrote, on the same polymem store (or on `memory`); a key the
+        store no longer holds (a `memory://` store in another process) gets its persisted messages
+        back. A `SimpleChatStore` file is imported into `memory` (default: `polymem.open()`), and
+        a missing file gives an empty chat store there, as `SimpleChatStore` gives an empty one."""
+        fs = fs or fsspec.filesystem("file")
+        data: dict[str, Any] = {}
+        if fs.exists(persist_path):
+            with fs.open(persist_path, "r", encoding="utf-8") as file:
+                data = json.load(file)
+            if isinstance(data, str):  # SimpleChatStore's older files hold its JSON as a string
+                data = json.loads(data)
+        if memory is None and not data.get("url"):
+            memory = polymem.open()
+        link = {k: data[k] for k in ("url", "namespace", "user_id", "agent_id") if data.get(k) is not None}
+        store = cls(memory, **link)
+        for key, messages in data.get("store", {}).items():
+            if not store.get_messages(key):
+                store.set_messages(key, [ChatMessage.model_validate(m) for m in messages])
+        return store
 
 
 class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):

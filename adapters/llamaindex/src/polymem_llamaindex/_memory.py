@@ -80,9 +80,10 @@ class PolymemMemory(ChatMemoryBuffer):
 
     >>> import polymem
     >>> mem = polymem.open("memory://", embedder=None)
+    >>> _ = mem.save("Ann prefers aisle seats.", user_id="ann")
     >>> memory = PolymemMemory.from_defaults(memory=mem, user_id="ann", chat_store_key="ann-1")
-    >>> memory.put(ChatMessage(role="user", content="I prefer aisle seats."))
-    >>> [m.role.value for m in memory.get(input="book me a seat")]
+    >>> memory.put(ChatMessage(role="user", content="Book me a seat on the Lyon train."))
+    >>> [m.role.value for m in memory.get(input="which seats do I prefer?")]
     ['system', 'user']
     """
 
@@ -159,15 +160,22 @@ class PolymemMemory(ChatMemoryBuffer):
         """The live polymem store."""
         return self.chat_store.memory
 
-    def get(self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any) -> list[ChatMessage]:
-        """The trimmed conversation, preceded by a system message of relevant long-term memories."""
-        recalled = self._long_term(input)
-        if recalled is None:
-            return super().get(input=input, initial_token_count=initial_token_count, **kwargs)
-        reserved = initial_token_count + self._token_count_for_messages([recalled])
-        if reserved > self.token_limit:
-            return super().get(input=input, initial_token_count=initial_token_count, **kwargs)
-        return [recalled, *super().get(input=input, initial_token_count=reserved, **kwargs)]
+    def get(self, input: Any = None, initial_token_count: int = 0, **kwargs: Any) -> list[ChatMessage]:
+        """The trimmed conversation, preceded by a system message of the relevant long-term
+        memories it does not already hold (a user message just ingested is not repeated).
+        `input` may be a string or a message; anything else counts as none, as in `ChatMemoryBuffer`."""
+        hits = self._long_term(input)
+        while hits:
+            recalled = ChatMessage(role="system", content=render_memories(hits, header=self.header))
+            reserved = initial_token_count + self._token_count_for_messages([recalled])
+            if reserved > self.token_limit:
+                break
+            window = super().get(input=input, initial_token_count=reserved, **kwargs)
+            fresh = _not_in(hits, window)
+            if len(fresh) == len(hits):
+                return [recalled, *window]
+            hits = fresh
+        return super().get(input=input, initial_token_count=initial_token_count, **kwargs)
 
     def put(self, message: ChatMessage) -> None:
         super().put(message)
@@ -182,16 +190,20 @@ class PolymemMemory(ChatMemoryBuffer):
     def _should_ingest(self, message: ChatMessage) -> bool:
         return self.ingest and message.role.value == "user" and bool(text_of(message).strip())
 
-    def _long_term(self, input: str | None) -> ChatMessage | None:
+    def _long_term(self, input: Any) -> list[RecallHit]:
         if self.top_k <= 0:
-            return None
-        query = input or _latest_user_text(self.get_all())
+            return []
+        given = input if isinstance(input, str) else text_of(input) if isinstance(input, ChatMessage) else ""
+        query = given.strip() or _latest_user_text(self.get_all())
         if not query:
-            return None
-        hits = run(self.memory, _recall(query, self.chat_store.user_id, self.top_k))
-        if not hits:
-            return None
-        return ChatMessage(role="system", content=render_memories(hits, header=self.header))
+            return []
+        return run(self.memory, _recall(query, self.chat_store.user_id, self.top_k))
+
+
+def _not_in(hits: list[RecallHit], window: list[ChatMessage]) -> list[RecallHit]:
+    """The hits whose content no message of the window already says."""
+    said = [text_of(m).casefold() for m in window]
+    return [h for h in hits if not any(h.memory.content.casefold().strip() in text for text in said)]
 
 
 def _recall(query: str, user_id: str | None, top_k: int) -> Plan[list[RecallHit]]:

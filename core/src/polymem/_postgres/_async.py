@@ -245,8 +245,9 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
         return await self._call(self.plans.vectors, namespace, memory_ids, model_id)
 
-    async def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
-        return await self._call(self.plans.pending_reembed, namespace, model_id, limit)
+    async def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                              missing_only: bool = False) -> builtins.list[tuple[str, str]]:
+        return await self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only)
 
     async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         await self._call(self.plans.set_vectors, items, model_id)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import Candidate, Changed, NewRecord, SearchRequest, selective_terms, versions_then
-from .._errors import NotFoundError, VersionConflictError
+from .._errors import DimensionMismatchError, NotFoundError, VersionConflictError
 from .._filters import dumps
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._cache import (
@@ -71,6 +71,7 @@ class Plans:
 
     def __init__(self) -> None:
         self.known_models: set[str] = set()
+        self.dimensions: dict[str, int] = {}  # each model's dimension, as its index registry row holds it
         self.ef_search = 200
         # An import this large rebuilds the model's HNSW index once, after the load,
         # instead of inserting into the graph row by row (~50x faster).
@@ -80,7 +81,11 @@ class Plans:
 
     # records ------------------------------------------------------------------------------
     def _ensure_index(self, model_id: str | None, dimension: int) -> PgPlan[None]:
-        """One partial HNSW index per embedding model, created with its first vector."""
+        """One partial HNSW index per embedding model, created with its first vector; a vector of
+        another dimension than the model's is refused (it would break every search of the model)."""
+        if model_id is not None and self.dimensions.get(model_id, dimension) != dimension:
+            raise DimensionMismatchError(f"vectors of model {model_id!r} have dimension "
+                                         f"{self.dimensions[model_id]} in this store; got {dimension}")
         if model_id is None or model_id in self.known_models or model_id in self.deferred:
             return
         from psycopg import sql
@@ -91,6 +96,10 @@ class Plans:
             yield Q("SELECT pg_advisory_xact_lock(%s)", (_hash64("index:" + model_id),), "none")
             found = yield Q("SELECT dimension FROM polymem_vector_indexes WHERE model_id = %s", (model_id,), "one")
         if found is not None:
+            self.dimensions[model_id] = int(found[0])
+            if int(found[0]) != dimension:
+                raise DimensionMismatchError(f"vectors of model {model_id!r} have dimension {found[0]} in this "
+                                             f"store; got {dimension}")
             self.known_models.add(model_id)
             return
         yield Q(sql.SQL(
@@ -458,12 +467,14 @@ class Plans:
                        (namespace, list(memory_ids), model_id))
         return {r[0]: vector_from_bytes(r[1]) for r in rows}
 
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> PgPlan[builtins.list[tuple[str, str]]]:
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                        missing_only: bool = False) -> PgPlan[builtins.list[tuple[str, str]]]:
         clause = "" if namespace is None else "namespace = %s AND "
         args: tuple[Any, ...] = () if namespace is None else (namespace,)
-        rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}"
-                       "(embedding_model IS DISTINCT FROM %s OR vector IS NULL) ORDER BY id LIMIT %s",
-                       (*args, model_id, limit))
+        wanted = "vector IS NULL" if missing_only else "(embedding_model IS DISTINCT FROM %s OR vector IS NULL)"
+        models: tuple[Any, ...] = () if missing_only else (model_id,)
+        rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}{wanted} ORDER BY id LIMIT %s",
+                       (*args, *models, limit))
         return [(r[0], r[1]) for r in rows]
 
     def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan[None]:

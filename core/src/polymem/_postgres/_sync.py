@@ -179,8 +179,9 @@ class PostgresBackend(PostgresStore, Backend):
     def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
         return self._call(self.plans.vectors, namespace, memory_ids, model_id)
 
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int) -> builtins.list[tuple[str, str]]:
-        return self._call(self.plans.pending_reembed, namespace, model_id, limit)
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
+                        missing_only: bool = False) -> builtins.list[tuple[str, str]]:
+        return self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only)
 
     def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         self._call(self.plans.set_vectors, items, model_id)

@@ -683,7 +683,7 @@ class Recall(Operation[RecallResult]):
     category: str | None = Field(default=None, description="Only this category.")
     filter: Filter = None
     query_vector: Sequence[float] | None = Field(default=None, description="Replaces the query's embedding.")
-    min_relevance: float | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1]; 0 returns top_k whatever they are.")
+    min_relevance: Score | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1]; 0 returns top_k whatever they are.")
     explain: Annotated[bool, Field(strict=True)] = Field(
         default=False, description="Give each hit the parts of its score (`explanation`).")
     as_of: Timestamp | None = Field(

@@ -25,10 +25,7 @@ if LOWEST and "utils" not in sys.modules:  # 0.5.4's file does `from utils impor
     sys.modules["utils"] = _utils = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_utils)
 
-EXPECTED_FAILURES: dict[str, str] = {
-    # Not a legitimate reason: issue #21 item 1 lifts the cap in the core (another branch); remove at merge.
-    "test_streaming_with_large_chunks": "a 10,000-character answer exceeds the core's 8,000-character message cap",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from polymem.server._errors import ContentRejectedError, SourceBlockedError
-from polymem.server._guard import RuleClassifier, WritePolicy
+from polymem._guard import RuleClassifier, WritePolicy
 
 from .poison_corpus import BENIGN_DEV, BENIGN_HELDOUT, INJECTION_DEV, INJECTION_HELDOUT
 

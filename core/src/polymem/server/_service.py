@@ -35,7 +35,7 @@ from ..operations import Operation
 from ._audit import AuditLog
 from ._auth import AuthStore, Database, Grant, Principal, auth_db_for
 from ._errors import ContentRejectedError, ServiceUnavailableError, SourceBlockedError
-from ._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
+from .._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -81,7 +81,7 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
     import uvicorn
 
     from ._app import create_app
-    from ._guard import WritePolicy
+    from .._guard import WritePolicy
     from ._service import Service
 
     store_url = _store_url(url)

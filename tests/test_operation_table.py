@@ -92,7 +92,7 @@ def test_each_operation_is_served_at_its_route_with_its_parameters(op: type[ops.
                                                                     openapi: dict[str, Any]) -> None:
     method, path = op.route.split(" ", 1)
     route = openapi["paths"][path][method.lower()]
-    path_params = {p["name"] for p in route.get("parameters", []) if p["in"] == "path"}
+    path_params = {p["name"] for p in route.get("parameters", []) if p["in"] in ("path", "query")}
     body = route.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     sent = set(_resolve(body, openapi)["properties"]) if body else set()
     expected = set(op.wire_fields())
@@ -177,9 +177,12 @@ def test_a_wrong_call_fails_as_a_python_function_would() -> None:
         mem.recall("x", "ann")  # type: ignore[misc]
 
 
-def test_a_service_only_operation_on_an_embedded_store_says_so() -> None:
-    with polymem.open("memory://", embedder=None) as mem, pytest.raises(polymem.NotSupportedError, match="serve"):
-        mem.block_source("tool:weather")
+def test_a_get_sends_what_differs_from_the_defaults_in_its_query() -> None:
+    from polymem._http import request_plan
+
+    plan = request_plan(ops.Get.bind("m1", include_quarantined=True))
+    assert next(plan).path == "/v1/memories/m1?include_quarantined=true"
+    assert next(request_plan(ops.Get.bind("m1"))).path == "/v1/memories/m1"
 
 
 def test_the_client_decodes_each_answer_with_the_tables_codec() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from . import operations as ops
 from ._errors import InvalidInput, PolymemError, StoreClosedError
@@ -118,6 +118,9 @@ def request_plan(op: ops.Operation[Any]) -> Plan[Request, Any]:
             path = path.replace("{" + key + "}", quote(value, safe=""))
         else:
             body[key] = args[key]
+    if method == "GET":  # a GET has no body: what differs from the defaults travels in the query
+        query = {k: json.dumps(v) for k, v in body.items() if v != op.model_fields[k].default}
+        path += f"?{urlencode(query)}" if query else ""
     req = Request(method, path, None if method == "GET" or not body else body, retry=op.is_retry_safe(),
                   missing_ok=op.missing_is_none)
     if op.streams == "response":

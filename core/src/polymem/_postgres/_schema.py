@@ -190,6 +190,17 @@ MIGRATIONS: builtins.list[str] = [
     ALTER INDEX polymem_memories_tsv SET (fastupdate = off);
     SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass);
     """,
+    # 9: quarantined sources, kept with the memories so every process on the store honours them
+    """
+    CREATE TABLE polymem_blocked_sources (
+        namespace TEXT NOT NULL,
+        source TEXT NOT NULL,
+        reason TEXT,
+        blocked_at TIMESTAMPTZ NOT NULL,
+        blocked_by TEXT,
+        PRIMARY KEY (namespace, source)
+    );
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

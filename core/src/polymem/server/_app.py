@@ -17,16 +17,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import IO, Annotated, Any, cast
 
-from fastapi import Depends, FastAPI, Header, Request, Security
+from fastapi import Depends, FastAPI, Header, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from .. import operations as ops
-from .._errors import NotFoundError, PolymemError
+from .._errors import InvalidInput, NotFoundError, PolymemError
 from .._models import MemoryRecord, RecallResult
 from ..operations import OPERATIONS, Operation
 from ._errors import PayloadTooLargeError, RequestTimeoutError, ServiceUnavailableError, status_for
@@ -109,7 +109,7 @@ def _summary(op: type[Operation[Any]]) -> str:
 def _tag(op: type[Operation[Any]]) -> str:
     if issubclass(op, ops.SessionOperation) or op is ops.Sessions:
         return "sessions"
-    if op.service_only or op.permission == "admin" and op is ops.SetStatus:
+    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release):
         return "safety"
     return "meta" if op in (ops.Stats, ops.Flush) else "memory"
 
@@ -125,10 +125,20 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     method, path = op.route.split(" ", 1)
     body_model = op.body_model()
     path_fields = [k for k in op.wire_fields() if "{" + k + "}" in path]
+    # A GET has no body: its other parameters come in the query, as JSON values (`?include_quarantined=true`).
+    query_fields = {k: f for k, f in op.wire_fields().items() if k not in path_fields} if method == "GET" else {}
+    query_types: dict[str, TypeAdapter[Any]] = {k: TypeAdapter(f.annotation) for k, f in query_fields.items()}
 
     async def endpoint(ctx: Context, request: Request, body: BaseModel | None = None,
                        **path_values: str) -> Response:
         values: dict[str, Any] = dict(body) if body is not None else {}
+        for key in query_fields:
+            raw = path_values.pop(key)
+            if raw is not None:
+                try:
+                    values[key] = query_types[key].validate_python(json.loads(raw))
+                except ValueError as exc:
+                    raise InvalidInput(f"query parameter {key}: {exc}") from None
         values.update(path_values)
         if op.streams == "request":
             # Checked before the upload is read, not only by the service once it is spooled.
@@ -157,6 +167,8 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     if body_model is not None:
         params.append(inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=body_model))
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str) for k in path_fields]
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                                 default=Query(None, description=f.description)) for k, f in query_fields.items()]
     vars(endpoint)["__signature__"] = inspect.Signature(params, return_annotation=Response)
     statuses = (*(BODY if body_model is not None or op.streams else ()), *op.statuses,
                 *((404,) if op.missing_is_none else ()))

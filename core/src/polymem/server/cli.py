@@ -80,8 +80,8 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
     import uvicorn
 
-    from ._app import create_app
     from .._guard import WritePolicy
+    from ._app import create_app
     from ._service import Service
 
     store_url = _store_url(url)
@@ -104,6 +104,12 @@ def _open_auth(url: str | None, auth_db: str | None) -> Any:
 
     db = Database(_auth_db(url, auth_db))
     return AuthStore(db), AuditLog(db)
+
+
+def _open_store(url: str | None, namespace: str) -> Any:
+    from .._memory import open as open_store
+
+    return open_store(_store_url(url), namespace=namespace, embedder=None)
 
 
 def _actor() -> str:
@@ -237,11 +243,13 @@ def source() -> None:
 @click.option("--namespace", default="default", show_default=True)
 @click.option("--reason", default=None, help="Why (kept with the block and in the audit log).")
 def source_block(url: str | None, auth_db: str | None, name: str, namespace: str, reason: str | None) -> None:
-    """Hide the source's memories from recall and refuse its writes (a running server sees it at once)."""
-    store, log = _open_auth(url, auth_db)
-    store.block_source(namespace, name, reason, _actor())
+    """Hide the source's memories from every read and refuse its writes (every process on the store
+    sees it at once: the quarantine is kept in the store)."""
+    with _open_store(url, namespace) as mem:
+        result = mem.block_source(name, reason=reason)
+    _, log = _open_auth(url, auth_db)
     log.append(_actor(), "block_source", namespace, detail={"source": name, "reason": reason})
-    click.echo(f"blocked source {name!r} in {namespace}")
+    click.echo(f"blocked source {name!r} in {namespace} ({result['memories_hidden']} memories hidden)")
 
 
 @source.command("unblock")
@@ -250,8 +258,9 @@ def source_block(url: str | None, auth_db: str | None, name: str, namespace: str
 @click.option("--namespace", default="default", show_default=True)
 def source_unblock(url: str | None, auth_db: str | None, name: str, namespace: str) -> None:
     """Lift a quarantine: the source's memories are recalled again."""
-    store, log = _open_auth(url, auth_db)
-    was = store.unblock_source(namespace, name)
+    with _open_store(url, namespace) as mem:
+        was = mem.unblock_source(name)["was_blocked"]
+    _, log = _open_auth(url, auth_db)
     log.append(_actor(), "unblock_source", namespace, detail={"source": name, "was_blocked": was})
     click.echo(f"unblocked source {name!r} in {namespace}" if was else f"{name!r} was not blocked")
 
@@ -261,9 +270,9 @@ def source_unblock(url: str | None, auth_db: str | None, name: str, namespace: s
 @click.option("--namespace", default="default", show_default=True)
 def source_list(url: str | None, auth_db: str | None, namespace: str) -> None:
     """List the quarantined sources of a namespace."""
-    store, _ = _open_auth(url, auth_db)
-    for item in store.blocked_sources(namespace).values():
-        click.echo(f"{item['source']}  blocked {item['blocked_at']} by {item['blocked_by']}: {item['reason'] or ''}")
+    with _open_store(url, namespace) as mem:
+        for item in mem.blocked_sources():
+            click.echo(f"{item['source']}  blocked {item['blocked_at']}: {item['reason'] or ''}")
 
 
 @click.group(cls=_Errors)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from polymem.server._errors import ContentRejectedError, SourceBlockedError
 from polymem._guard import RuleClassifier, WritePolicy
+from polymem.server._errors import ContentRejectedError, SourceBlockedError
 
 from .poison_corpus import BENIGN_DEV, BENIGN_HELDOUT, INJECTION_DEV, INJECTION_HELDOUT
 

@@ -102,11 +102,11 @@ def fold(text: str) -> str:
 
     Scripts other than Latin keep their letters (Chinese, Russian words stay themselves): a
     character is folded only inside a word that also holds Latin letters, as homoglyph attacks are."""
+    if text.isascii():  # already NFKC, nothing invisible, no look-alikes: most memories
+        return text.casefold()
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in text if unicodedata.category(c) not in _INVISIBLE or c in "\n\t")
     text = unicodedata.normalize("NFKC", text).casefold()
-    if text.isascii():
-        return text
     words = re.split(r"(\s+)", text)
     for i, word in enumerate(words):
         if not word.isascii() and any("a" <= c <= "z" for c in word) or _mostly_confusable(word):

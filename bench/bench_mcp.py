@@ -144,7 +144,7 @@ def serve(path: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     _, token = AuthStore(Database(f"{path}.auth.db")).create_token("bench", "default", ["read", "write"])
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "polymem.server", "serve", "--url", f"sqlite:///{path}", "--port",
-                             str(port), "--no-embedder"], stdout=subprocess.DEVNULL,
+                             str(port), "--no-embedder", "--rate", "0"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=child_env())
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

@@ -90,7 +90,7 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "polymem.server", "serve", "--url", f"sqlite:///{served_db}",
-                               "--port", str(port), "--no-embedder"], stderr=subprocess.DEVNULL)
+                               "--port", str(port), "--no-embedder", "--rate", "0"], stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):
             try:

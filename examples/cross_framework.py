@@ -1,7 +1,7 @@
 """One memory across frameworks, on the embedded default (an SQLite file), printed step by step.
 
 A LangChain agent talks with user A; then an AutoGen AssistantAgent, a LlamaIndex
-FunctionAgent, a Semantic Kernel ChatCompletionAgent (and LangChain again), each in
+FunctionAgent, a Semantic Kernel ChatCompletionAgent, an Agent Framework Agent (and LangChain again), each in
 its own process on the same file, are asked about A. Each shows the memories that
 reached its model's prompt. Every model is the framework's own offline stand-in.
 
@@ -25,10 +25,11 @@ from typing import Any
 import polymem
 
 ROOT = Path(__file__).resolve().parents[1]
-READERS = ["autogen", "llamaindex", "semantic_kernel", "langchain"]
+READERS = ["autogen", "llamaindex", "semantic_kernel", "agent_framework", "langchain"]
 LABELS = {"langchain": "LangChain LLMChain + PolymemMemory", "autogen": "AutoGen AssistantAgent + PolymemMemory",
           "llamaindex": "LlamaIndex FunctionAgent + PolymemMemory",
-          "semantic_kernel": "Semantic Kernel ChatCompletionAgent + PolymemPlugin"}
+          "semantic_kernel": "Semantic Kernel ChatCompletionAgent + PolymemPlugin",
+          "agent_framework": "Agent Framework Agent + PolymemContextProvider"}
 WRITE = [["A", "My name is Xiaoming"], ["A", "I like blue"], ["A", "Please recommend a shirt"],
          ["B", "User B hates promotions"], ["A-zh", "我叫小明"], ["A-zh", "我喜欢蓝色"]]
 ASK = [["A", "What do you know about me?"], ["A", "Any suggestions in cool tones?"], ["A", "Do I like promotions?"],
@@ -142,6 +143,16 @@ async def run_autogen(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[st
     return out
 
 
+def _scripted(adapter: str) -> Any:
+    """An adapter's scripted model for its framework (adapters/<adapter>/tests/scripted.py)."""
+    loader = importlib.util.spec_from_file_location(f"polymem_{adapter}_scripted",
+                                                    ROOT / "adapters" / adapter / "tests" / "scripted.py")
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
 # -- Semantic Kernel: a ChatCompletionAgent whose model recalls through PolymemPlugin ------------
 
 async def run_semantic_kernel(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -151,11 +162,7 @@ async def run_semantic_kernel(mem: polymem.Memory, spec: dict[str, Any]) -> list
 
     from polymem_semantic_kernel import PolymemPlugin
 
-    path = ROOT / "adapters" / "semantic_kernel" / "tests" / "scripted.py"
-    loader = importlib.util.spec_from_file_location("polymem_sk_scripted", path)
-    assert loader is not None and loader.loader is not None
-    scripted = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(scripted)
+    scripted = _scripted("semantic_kernel")
 
     def recall_then_answer(history: Any) -> Any:
         question = next(m.content for m in reversed(history.messages) if m.role.value == "user")
@@ -177,11 +184,35 @@ async def run_semantic_kernel(mem: polymem.Memory, spec: dict[str, Any]) -> list
     return out
 
 
+# -- Microsoft Agent Framework: an Agent with PolymemContextProvider ------------------------------
+
+async def run_agent_framework(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    from agent_framework import Agent
+
+    from polymem_agent_framework import RECALL_HEADER, PolymemContextProvider
+
+    scripted = _scripted("agent_framework")
+
+    out = []
+    for kind in ("write", "ask"):
+        for user, query in spec.get(kind, []):
+            client = scripted.ScriptedChatClient("Here is what I know.")
+            memory = PolymemContextProvider(mem, user_id=user, remember="extract" if kind == "write" else "none")
+            reply = await Agent(client, name="agent_framework", context_providers=[memory]).run(query)
+            injected = [line.split("] ", 1)[1] for text in client.prompt_texts() if text.startswith(RECALL_HEADER)
+                        for line in text.splitlines()[1:]]
+            out.append({"user": user, "query": query, "injected": injected, "reply": reply.text})
+    return out
+
+
+RUNNERS = {"langchain": run_langchain, "llamaindex": run_llamaindex, "autogen": run_autogen,
+           "semantic_kernel": run_semantic_kernel, "agent_framework": run_agent_framework}
+
+
 def agent_process(framework: str, url: str, spec: dict[str, Any]) -> None:
     """The child: run one framework's agent, print its answers as JSON."""
     with open_store(url) as mem:
-        runner = {"langchain": run_langchain, "llamaindex": run_llamaindex, "autogen": run_autogen,
-                  "semantic_kernel": run_semantic_kernel}[framework]
+        runner = RUNNERS[framework]
         answers = runner(mem, spec)
         if asyncio.iscoroutine(answers):
             answers = asyncio.run(answers)
@@ -229,7 +260,7 @@ def main() -> None:
         for record in sorted(mem.list(limit=100), key=lambda r: (r.user_id or "", r.created_at)):
             say(f"    + user {record.user_id:5} [{record.category:10}] {record.content!r} (agent {record.agent_id})")
 
-    say("\n2. Four agents, each in its own process on the same file, are asked about user A")
+    say("\n2. Five agents, each in its own process on the same file, are asked about user A")
     say("   (what reached each model's prompt is printed under each question):")
     running = [(name, spawn(name, url, {"ask": ASK, "autogen_min_relevance": 0.0})) for name in READERS]
     for name, process in running:

@@ -118,3 +118,8 @@ def test_mcp_bench_runs_at_a_tiny_size(tmp_path: Path) -> None:
     for path in ("direct call", "MCP stdio", "HTTP API", "MCP streamable HTTP"):
         assert path in out, out
     assert "stdio overhead" in out
+
+
+def test_durability_bench_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    out = _run([str(BENCH / "bench_durability.py"), "--rounds", "2", "--saves", "5", "--dir", str(tmp_path)], tmp_path)
+    assert "| normal |" in out and "| full |" in out and "normal / full =" in out

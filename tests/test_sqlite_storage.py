@@ -95,3 +95,14 @@ def test_a_snapshot_whose_current_version_differs_from_its_record_round_trips_ex
     memories = [line for line in exported if line.get("type") == "memory"]
     assert len(memories) == 1
     assert memories == [line for line in lines if line.get("type") == "memory"]
+
+
+def test_durability_full_in_the_url_syncs_every_commit_and_normal_stays_the_default(tmp_path: Path) -> None:
+    import polymem
+
+    with polymem.open(f"sqlite:///{tmp_path / 'full.db'}?durability=full", embedder=None) as full, \
+            polymem.open(f"sqlite:///{tmp_path / 'normal.db'}", embedder=None) as normal:
+        synchronous = {name: store.backend._conn.execute("PRAGMA synchronous").fetchone()[0]
+                       for name, store in (("full", full), ("normal", normal))}
+        assert full.url.endswith("?durability=full")
+    assert synchronous == {"full": 2, "normal": 1}

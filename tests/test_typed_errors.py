@@ -9,8 +9,12 @@ stored before stays readable.
 
 from __future__ import annotations
 
+import copy
 import io
+import json
+import os
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,6 +56,33 @@ def mem() -> Any:
         yield store
 
 
+def _snapshot_lines() -> list[dict[str, Any]]:
+    """A valid snapshot of one keyed memory and one session, as JSON objects."""
+    with polymem.open("memory://", embedder=None) as source:
+        source.save("I like green", user_id="ann", idempotency_key="k1")
+        source.session("s1", user_id="ann").add("user", "hello")
+        buffer = io.BytesIO()
+        source.export_snapshot(buffer)
+    return [json.loads(line) for line in buffer.getvalue().splitlines()]
+
+
+SNAPSHOT = _snapshot_lines()
+
+
+@st.composite
+def _snapshots(draw: Any) -> bytes:
+    """A valid snapshot with one field of its memory (record or line) or session made hostile."""
+    lines = copy.deepcopy(SNAPSHOT)
+    memory, session = lines[1], lines[2]
+    target = draw(st.sampled_from([memory["record"], memory, session, session["messages"][0]]))
+    key = draw(st.sampled_from(sorted(target)))
+    if draw(st.booleans()):
+        target.pop(key)
+    else:
+        target[key] = draw(HOSTILE)
+    return b"".join(json.dumps(line, default=str).encode("utf-8", "surrogatepass") + b"\n" for line in lines)
+
+
 def _arguments(op: type[ops.Operation[Any]], draw: Any) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, info in op.model_fields.items():
@@ -60,7 +91,7 @@ def _arguments(op: type[ops.Operation[Any]], draw: Any) -> dict[str, Any]:
         elif key == "target":
             values[key] = io.BytesIO()
         elif key == "source" and op is ops.ImportSnapshot:
-            values[key] = io.BytesIO(draw(st.binary(max_size=40)))
+            values[key] = io.BytesIO(draw(st.binary(max_size=40) | _snapshots()))
         elif info.exclude:  # a local callback: not a value a caller sends
             values[key] = None
         elif info.is_required() or draw(st.booleans()):
@@ -113,3 +144,85 @@ def test_an_unknown_status_is_refused(mem: Any) -> None:
 def test_a_malformed_tool_call_is_refused(mem: Any) -> None:
     with pytest.raises(polymem.InvalidInput, match="tool call"):
         mem.session("t", user_id="ann").add("assistant", "calling", tool_calls=["x"])
+
+
+@pytest.mark.parametrize("edit", ["duplicate idempotency_key", "NaN importance", "session without created_at"])
+def test_a_snapshot_the_store_cannot_hold_is_a_snapshot_error(mem: Any, edit: str) -> None:
+    lines = copy.deepcopy(SNAPSHOT)
+    if edit == "duplicate idempotency_key":
+        twin = copy.deepcopy(lines[1])
+        twin["record"]["memory_id"] = "another-id"
+        lines.insert(2, twin)
+        lines[-1]["memories"] = 2
+    elif edit == "NaN importance":
+        lines[1]["record"]["importance"] = float("nan")
+    else:
+        del lines[2]["created_at"]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with polymem.open("memory://", embedder=None) as target, pytest.raises(polymem.SnapshotError):
+        target.import_snapshot(io.BytesIO(data))
+
+
+def test_a_snapshot_reusing_a_stored_idempotency_key_counts_it_as_a_duplicate() -> None:
+    lines = copy.deepcopy(SNAPSHOT)
+    lines[1]["record"]["memory_id"] = "another-id"
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with polymem.open("memory://", embedder=None) as target:
+        target.save("I like green", user_id="ann", idempotency_key="k1")
+        report = target.import_snapshot(io.BytesIO(data))
+    assert (report.imported, report.duplicates) == (0, 1)
+
+
+@pytest.mark.parametrize("limit", [-1, 0, True, 2.5, "8000"])
+def test_a_content_limit_that_is_not_a_positive_integer_is_refused(limit: Any) -> None:
+    with pytest.raises(polymem.InvalidInput, match="max_content_chars"):
+        polymem.open("memory://", embedder=None, max_content_chars=limit)
+
+
+def _database_bytes(tmp_path: Path) -> bytes:
+    path = tmp_path / "good.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as store:
+        store.save_many([polymem.MemoryDraft(f"fact number {i} about the garden") for i in range(300)], user_id="ann")
+    return path.read_bytes()
+
+
+def _open_and_read(path: Path) -> None:
+    with polymem.open(f"sqlite:///{path}", embedder=None) as store:
+        store.list(user_id="ann", limit=10_000)
+        store.recall("garden", user_id="ann")
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "truncated", "directory"])
+def test_a_file_that_is_not_a_database_opens_with_a_typed_error(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "store.db"
+    if kind == "random bytes":
+        path.write_bytes(os.urandom(8192))
+    elif kind == "truncated":
+        data = _database_bytes(tmp_path)
+        path.write_bytes(data[: len(data) // 2])
+    else:
+        path.mkdir()
+    with pytest.raises(polymem.StoreUnreadableError):
+        _open_and_read(path)
+
+
+@pytest.fixture(scope="module")
+def good_database(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return _database_bytes(tmp_path_factory.mktemp("good"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(cut=st.integers(min_value=0, max_value=2**20), noise=st.binary(max_size=64), at=st.integers(0, 2**20))
+def test_a_damaged_database_file_opens_and_reads_or_gives_a_typed_error(
+        tmp_path_factory: pytest.TempPathFactory, good_database: bytes, cut: int, noise: bytes, at: int) -> None:
+    folder = tmp_path_factory.mktemp("damaged")
+    data = bytearray(good_database)
+    at %= len(data)
+    data[at:at + len(noise)] = noise
+    path = folder / "store.db"
+    path.write_bytes(bytes(data[: cut % (len(data) + 1)]))
+    try:
+        _open_and_read(path)
+    except polymem.PolymemError:
+        pass
+

@@ -2,7 +2,7 @@
 
     python agents.py FRAMEWORK STORE_URL SPEC_JSON
 
-FRAMEWORK is langchain, llamaindex, autogen or semantic_kernel. SPEC_JSON is a file:
+FRAMEWORK is langchain, llamaindex, autogen, semantic_kernel or agent_framework. SPEC_JSON is a file:
 {"write": [[user, text], ...], "ask": [[user, query], ...]} (and optionally
 "autogen_min_relevance", passed to `polymem_autogen.PolymemMemory`). `write` turns are a
 conversation with the framework's agent (its memory distils them); each `ask` runs
@@ -12,7 +12,8 @@ the agent once on a fresh conversation. Prints one JSON line:
 
 Every model is the framework's own offline stand-in: LangChain `FakeListLLM`,
 LlamaIndex `MockFunctionCallingLLM`, AutoGen `ReplayChatCompletionClient`,
-Semantic Kernel a scripted `ChatCompletionClientBase` (adapters/semantic_kernel/tests/scripted.py).
+Semantic Kernel a scripted `ChatCompletionClientBase` (adapters/semantic_kernel/tests/scripted.py),
+Agent Framework a scripted `BaseChatClient` (adapters/agent_framework/tests/scripted.py).
 The MiniLM model is loaded once per process (`polymem.testing.local_embedder`).
 """
 
@@ -43,18 +44,14 @@ _spec = importlib.util.spec_from_file_location("cross_framework_example", ROOT /
 assert _spec and _spec.loader
 _example = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_example)
-run_langchain = _example.run_langchain
-run_llamaindex = _example.run_llamaindex
-run_autogen = _example.run_autogen
-run_semantic_kernel = _example.run_semantic_kernel
+RUNNERS = _example.RUNNERS
 
 
 def main() -> None:
     framework, url, spec_path = sys.argv[1:4]
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     with open_store(url) as mem:
-        runner = {"langchain": run_langchain, "llamaindex": run_llamaindex, "autogen": run_autogen,
-                  "semantic_kernel": run_semantic_kernel}[framework]
+        runner = RUNNERS[framework]
         answers = runner(mem, spec)
         if asyncio.iscoroutine(answers):
             answers = asyncio.run(answers)

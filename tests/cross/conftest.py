@@ -26,7 +26,7 @@ def start_agents(framework: str, url: str, spec: dict[str, Any], workdir: Path) 
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
-def finish(process: subprocess.Popen[str], timeout: float = 240) -> list[dict[str, Any]]:
+def finish(process: subprocess.Popen[str], timeout: float = 600) -> list[dict[str, Any]]:
     """Wait for an `agents.py` process; its answers (what each model saw)."""
     out, err = process.communicate(timeout=timeout)
     assert process.returncode == 0, err[-4000:]

@@ -271,6 +271,54 @@ async def test_semantic_kernel_chat_history_imports_and_a_thread_continues_it(tm
     assert import_file(mem, "semantic-kernel-chat-history", path, user_id="xiaoming").duplicates == 5
 
 
+# -- Microsoft Agent Framework ------------------------------------------------------------------
+
+def agent_framework_conversation() -> list[Any]:
+    from agent_framework import Content, Message
+
+    return [Message("user", ["My name is Xiaoming. I like blue."], author_name="xiaoming"),
+            Message("assistant", [Content.from_function_call(call_id="c1", name="shirts", arguments={"colour": "blue"})],
+                    message_id="r1"),
+            Message("tool", [Content.from_function_result(call_id="c1", result={"found": "Oxford, navy"})]),
+            Message("assistant", [Content.from_text("A navy Oxford shirt."),
+                                  Content.from_uri(uri="https://example.com/s.png", media_type="image/png"),
+                                  Content.from_usage(usage_details={"input_token_count": 9})],
+                    additional_properties={"trace": 7})]
+
+
+async def test_an_agent_framework_file_history_imports_and_a_history_provider_continues_it(
+        tmp_path: Path, mem: Any) -> None:
+    from agent_framework import FileHistoryProvider
+
+    from polymem_agent_framework import PolymemHistoryProvider
+
+    conversation = agent_framework_conversation()
+    await FileHistoryProvider(tmp_path).save_messages("support-42", conversation)
+    path = tmp_path / "support-42.jsonl"
+
+    report = import_file(mem, "agent-framework-file-history", path, user_id="xiaoming")
+    assert (report.sessions, report.messages) == (1, 4)
+    loaded = await PolymemHistoryProvider(mem, user_id="xiaoming").get_messages("support-42")
+    assert [m.to_dict() for m in loaded] == [m.to_dict() for m in conversation]
+    assert import_file(mem, "agent-framework-file-history", path, user_id="xiaoming").duplicates == 4
+
+
+async def test_an_agent_framework_session_with_in_memory_history_imports_exactly(tmp_path: Path, url: str,
+                                                                                  mem: Any) -> None:
+    from agent_framework import AgentSession, InMemoryHistoryProvider
+
+    from polymem_agent_framework import PolymemHistoryProvider
+
+    session, provider = AgentSession(session_id="trip-7"), InMemoryHistoryProvider()
+    conversation = agent_framework_conversation()
+    await provider.save_messages("trip-7", conversation, state=session.state.setdefault(provider.source_id, {}))
+    path = _write(tmp_path / "session.json", session.to_dict())
+
+    assert cli(str(path), "--from", "agent-framework-session", "--url", url, "--user", "xiaoming")["sessions"] == 1
+    loaded = await PolymemHistoryProvider(mem, user_id="xiaoming").get_messages("trip-7")
+    assert [m.to_dict() for m in loaded] == [m.to_dict() for m in conversation]
+
+
 # -- mem0 ---------------------------------------------------------------------------------------
 
 def test_mem0_export_imports_with_its_times_and_scopes(tmp_path: Path, mem: Any) -> None:
@@ -317,7 +365,8 @@ def test_unknown_formats_and_unreadable_files_are_refused(tmp_path: Path, mem: A
     result = CliRunner().invoke(main, ["import", str(bad), "--from", "chroma", "--no-embedder"])
     assert result.exit_code != 0 and "--from" in result.output
     assert set(FORMATS) >= {"llamaindex-simple-chat-store", "langchain-json", "langchain-sql", "autogen-state",
-                            "autogen-list-memory", "semantic-kernel-chat-history", "mem0", "polymem-snapshot"}
+                            "autogen-list-memory", "semantic-kernel-chat-history", "agent-framework-session",
+                            "agent-framework-file-history", "mem0", "polymem-snapshot"}
     assert mem.stats()["memories"] == 0 and mem.sessions() == []
 
 

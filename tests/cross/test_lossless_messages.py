@@ -1,5 +1,5 @@
 """Lossless messages, by property: random conversations go LangChain → polymem → LlamaIndex → polymem →
-AutoGen → polymem → Semantic Kernel → polymem → LangChain, through a real SQLite session at every
+AutoGen → polymem → Semantic Kernel → polymem → Agent Framework → polymem → LangChain, through a real SQLite session at every
 "→ polymem". What each framework can represent stays equal at every hop; what it cannot is listed in
 docs/messages.md (and asserted here as that table says); through polymem alone every hop is exact.
 """
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 import polymem
+import polymem_agent_framework._convert as agent_framework
 import polymem_autogen._convert as autogen
 import polymem_langchain._convert as langchain
 import polymem_llamaindex._convert as llamaindex
@@ -122,8 +123,14 @@ def test_a_conversation_survives_every_framework(store: Store, conversation: lis
     assert (neutral(p3), names(p3)) == (expected, autogen_names(conversation))
     assert semantic_kernel.from_polymem_all(p3) == s3
 
+    # → Agent Framework → polymem: neutral fields and names equal; Agent Framework's round trip exact.
+    f4 = agent_framework.from_polymem_all(p3)
+    p4 = store.hop(agent_framework.to_polymem_all(f4))
+    assert (neutral(p4), names(p4)) == (expected, autogen_names(conversation))
+    assert [m.to_dict() for m in agent_framework.from_polymem_all(p4)] == [m.to_dict() for m in f4]
+
     # → LangChain: the same conversation in every field LangChain shares with the others.
-    back = [langchain.to_langchain(m) for m in p3]
+    back = [langchain.to_langchain(m) for m in p4]
     assert [(type(m), m.text, getattr(m, "tool_calls", None), getattr(m, "tool_call_id", None)) for m in back] == \
         [(type(m), m.text, getattr(m, "tool_calls", None), getattr(m, "tool_call_id", None)) for m in conversation]
     # Lost on the way, as docs/messages.md lists: LangChain-only fields and message ids.
@@ -147,3 +154,4 @@ def test_custom_roles_are_exact_through_polymem_and_refused_or_mapped_elsewhere(
     (user,) = autogen.from_polymem_messages([stored])
     assert (type(user).__name__, user.content) == ("UserMessage", text)
     assert semantic_kernel.from_polymem(stored).role.value == "user"
+    assert agent_framework.to_polymem(agent_framework.from_polymem(stored)).role == role

@@ -1,5 +1,5 @@
 """One memory across frameworks: a LangChain agent learns about user A; AutoGen, LlamaIndex,
-Semantic Kernel (and LangChain again) agents, each in its own process, recall it from the
+Semantic Kernel, Agent Framework (and LangChain again) agents, each in its own process, recall it from the
 same store — an SQLite file, and the HTTP service in front of one — fuzzily, in English and
 Chinese, and never see user B's memories.
 
@@ -24,7 +24,7 @@ import pytest
 
 import polymem
 
-READERS = ["autogen", "llamaindex", "semantic_kernel", "langchain"]
+READERS = ["autogen", "llamaindex", "semantic_kernel", "agent_framework", "langchain"]
 
 CONVERSATION = [["A", "My name is Xiaoming"], ["A", "I like blue"], ["A", "Please recommend a shirt"],
                 ["A-zh", "我叫小明"], ["A-zh", "我喜欢蓝色"], ["A-zh", "请推荐一件衬衫"],
@@ -78,7 +78,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory: pytest.TempPathFactory, agents: Any, store_url: str) -> dict[str, Any]:
-    """LangChain writes the conversation; then the four readers answer, each in its own process."""
+    """LangChain writes the conversation; then the five readers answer, each in its own process."""
     workdir = tmp_path_factory.mktemp("cross")
     url = store_url
     written = agents.run("langchain", url, {"write": CONVERSATION}, workdir)

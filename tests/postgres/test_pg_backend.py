@@ -1140,3 +1140,35 @@ def test_a_cached_copy_whose_rows_are_too_close_to_tell_apart_leaves_the_search_
     sent = set(next(p for p in statement.params if isinstance(p, list)))
     best = np.argsort(-(spread @ q) / np.linalg.norm(spread, axis=1))[:10]
     assert set(best.tolist()) <= sent
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_session_end_is_one_transaction_when_its_delete_fails(pg_url: str, driver: str) -> None:
+    """The memories extracted by `end()` and the session's delete commit together, or not at all."""
+    import asyncio
+
+    import psycopg
+
+    facts = ["My name is Ann Lee.", "I live in Leeds."]
+    with polymem.open(pg_url, embedder=None) as mem:
+        session = mem.session("chat", user_id="ann")
+        for fact in facts:
+            session.add("user", fact)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$ "
+                     "LANGUAGE plpgsql")
+        conn.execute("CREATE TRIGGER refuse BEFORE DELETE ON polymem_sessions FOR EACH ROW EXECUTE FUNCTION refuse()")
+
+    async def end_async() -> None:
+        async with polymem.open_async(pg_url, embedder=None) as amem:
+            await amem.session("chat", user_id="ann").end()
+
+    with pytest.raises(Exception, match="injected"):
+        if driver == "sync":
+            with polymem.open(pg_url, embedder=None) as mem:
+                mem.session("chat", user_id="ann").end()
+        else:
+            asyncio.run(end_async())
+    with polymem.open(pg_url, embedder=None) as mem:
+        assert mem.list(user_id="ann") == []
+        assert [s.session_id for s in mem.sessions(user_id="ann")] == ["chat"]

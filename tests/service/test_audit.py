@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from polymem.server.cli import main as cli
@@ -124,3 +125,148 @@ def test_token_cli_creates_lists_grants_and_revokes(tmp_path: Any) -> None:
     assert runner.invoke(cli, ["token", "revoke", info["token_id"], *args]).exit_code == 0
     assert json.loads(runner.invoke(cli, ["token", "list", "--json", *args]).output)[0]["revoked_at"]
     assert runner.invoke(cli, ["audit", "verify", *args]).exit_code == 0  # token changes are audited too
+
+
+# -- tampering an attacker with write access to the auth database (but not the audit key) can do -------------------
+
+def _verify_cli(auth_db: str, *extra: str) -> Any:
+    return CliRunner().invoke(cli, ["audit", "verify", "--auth-db", auth_db, *extra])
+
+
+def _recompute_chain(conn: Any) -> None:
+    """What an attacker without the key can do after editing rows: recompute every hash (the MACs stay)."""
+    from polymem.server._audit import _FIELDS, GENESIS, entry_hash
+
+    prev = GENESIS
+    for row in conn.execute(f"SELECT {', '.join(_FIELDS)} FROM audit ORDER BY seq").fetchall():
+        entry = dict(zip(_FIELDS, row))
+        digest = entry_hash(prev, entry)
+        conn.execute("UPDATE audit SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, entry["seq"]))
+        prev = digest
+
+
+@pytest.mark.parametrize("damage", ["CAST('I like red' AS BLOB)", "X'4920ff6c696b65'"], ids=["blob", "invalid-utf8"])
+async def test_a_field_that_is_not_text_is_reported_by_entry_not_a_traceback(deploy: Any, damage: str) -> None:
+    d = deploy()
+    await _life(d)
+    with d.service.db.write() as conn:
+        conn.execute(f"UPDATE audit SET actor = {damage} WHERE seq = 2")
+    result = _verify_cli(d.service.db.path)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)  # an exit status, no traceback
+    assert result.output.startswith("entry 2: field actor")
+
+
+async def test_a_dropped_audit_table_is_reported_not_a_traceback(deploy: Any) -> None:
+    d = deploy()
+    await _life(d)
+    with d.service.db.write() as conn:
+        conn.execute("DROP TABLE audit")
+    result = _verify_cli(d.service.db.path)
+    assert result.exit_code == 1 and "entry 1: the audit log cannot be read" in result.output
+
+
+async def _rewritten(deploy: Any, seq: int, *more: str) -> Any:
+    """A deployment whose entry `seq` was edited and the chain recomputed (then the `more` statements run)."""
+    d = deploy()
+    await _life(d)
+    with d.service.db.write() as conn:
+        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = ?", (seq,))
+        _recompute_chain(conn)
+        for statement in more:
+            conn.execute(statement)
+    return d
+
+
+async def test_a_chain_rewritten_and_recomputed_without_the_key_is_detected(deploy: Any) -> None:
+    d = await _rewritten(deploy, 2)
+    problems = d.service.audit.verify().problems
+    assert [seq for seq, p in problems if "MAC does not match" in p] == [2, 3, 4]
+
+
+async def test_a_row_forged_after_the_head_is_detected(deploy: Any) -> None:
+    d = deploy()
+    await _life(d)
+    d.service.audit.checkpoint()
+    from polymem.server._audit import AuditLog
+
+    attacker = AuditLog(d.service.db, key=b"a key the attacker made up")  # chains to the head like a real entry
+    attacker.append("tok", "save", "default", memory_id="forged")
+    assert d.service.audit.verify().problems == [(5, "MAC does not match: rewritten or forged without the audit key")]
+
+
+async def test_entries_cut_from_the_end_are_detected_by_the_shutdown_checkpoint(deploy: Any) -> None:
+    d = deploy()
+    await _life(d)
+    await d.service.aclose()  # shutdown signs the head
+    with d.service.db.write() as conn:
+        conn.execute("DELETE FROM audit WHERE seq >= 3")
+    report = d.service.audit.verify()
+    assert not report.ok and report.problems[0][0] == 4 and "entries removed from the end" in report.problems[0][1]
+
+
+async def test_a_checkpoint_is_written_every_so_many_entries(deploy: Any, monkeypatch: Any) -> None:
+    from polymem.server import _audit
+
+    monkeypatch.setattr(_audit, "CHECKPOINT_EVERY", 2)
+    d = deploy()
+    await _life(d)
+    assert d.service.audit.verify().checkpoints == 2
+
+
+async def test_a_cut_that_also_removes_the_checkpoints_needs_the_exported_anchor(deploy: Any, tmp_path: Any) -> None:
+    d = deploy()
+    await _life(d)
+    anchor = tmp_path / "anchors.jsonl"
+    auth_db = d.service.db.path
+    assert CliRunner().invoke(cli, ["audit", "anchor", "--auth-db", auth_db, "-o", str(anchor)]).exit_code == 0
+    with d.service.db.write() as conn:
+        conn.execute("DELETE FROM audit WHERE seq = 4")
+        conn.execute("DELETE FROM audit_checkpoints")
+    assert _verify_cli(auth_db).exit_code == 0  # nothing left in the database tells
+    result = _verify_cli(auth_db, "--anchor", str(anchor))
+    assert result.exit_code == 1 and "entry 4: missing" in result.output
+
+
+async def test_an_anchor_not_signed_with_the_key_is_refused(deploy: Any) -> None:
+    d = await _rewritten(deploy, 4, "UPDATE audit SET mac = NULL", "DELETE FROM audit_checkpoints")
+    forged = {**d.service.audit.anchor(), "mac": "0" * 64}
+    problems = dict(d.service.audit.verify(anchor=forged).problems)
+    assert "not signed by this server's audit key" in problems[4]
+
+
+async def test_an_anchor_exported_before_a_recomputed_rewrite_detects_it(deploy: Any) -> None:
+    d = deploy()
+    await _life(d)
+    anchor = d.service.audit.anchor()
+    with d.service.db.write() as conn:
+        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = 1")
+        _recompute_chain(conn)
+    problems = dict(_keyless_log(d).verify(anchor=anchor).problems)
+    assert "the chain was rewritten and recomputed" in problems[4]
+
+
+def _keyless_log(d: Any) -> Any:
+    """A verifier without the audit key (kept elsewhere): it still checks the anchor's hash."""
+    from polymem.server._audit import AuditLog
+
+    log = AuditLog(d.service.db)
+    log.key = None
+    return log
+
+
+def test_the_key_comes_from_the_environment_and_another_key_fails_every_mac(tmp_path: Any, monkeypatch: Any) -> None:
+    from polymem._errors import InvalidInput
+    from polymem.server._audit import AuditLog
+    from polymem.server._auth import Database
+
+    db = Database(tmp_path / "auth.db")
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY", "the server's secret")
+    AuditLog(db).append("tok", "save", "default", memory_id="m1")
+    assert AuditLog(db).verify().ok and not (tmp_path / "auth.db.audit-key").exists()
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY", "a guess")
+    assert [p for _, p in AuditLog(db).verify().problems] == [
+        "MAC does not match: rewritten or forged without the audit key"]
+    monkeypatch.delenv("POLYMEM_AUDIT_KEY")
+    monkeypatch.setenv("POLYMEM_AUDIT_KEY_FILE", str(tmp_path / "absent.key"))
+    with pytest.raises(InvalidInput, match="does not exist"):
+        AuditLog(db)

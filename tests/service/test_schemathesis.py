@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -35,3 +36,20 @@ def test_no_request_makes_the_service_fail_or_break_its_own_document(case: schem
     # operations need an embedder, or which vectors fit the server's model; those answer 422.
     case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"},
                            excluded_checks=[schemathesis.checks.positive_data_acceptance])
+
+
+class ServiceStateMachine(schema.as_state_machine()):  # type: ignore[misc]
+    """Sequences of calls linked through their responses (a saved memory's id fed to get, update,
+    history, delete…), inferred by schemathesis from the document: still no 5xx, no broken contract."""
+
+    def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
+        return {"headers": {"Authorization": f"Bearer {TOKEN}"}}
+
+    def validate_response(self, response: Any, case: schemathesis.Case, additional_checks: Any = None,
+                          **kwargs: Any) -> None:
+        case.validate_response(response, excluded_checks=[schemathesis.checks.positive_data_acceptance])
+
+
+TestServiceStateful = ServiceStateMachine.TestCase
+TestServiceStateful.settings = settings(max_examples=15, stateful_step_count=6, deadline=None,
+                                        suppress_health_check=list(HealthCheck))

@@ -14,9 +14,10 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.messages import MemoryQueryEvent, TextMessage
 from autogen_agentchat.teams import RoundRobinGroupChat
-from autogen_core import FunctionCall
+from autogen_core import FunctionCall, Image
 from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.models import CreateResult, RequestUsage, SystemMessage
+from PIL import Image as PILImage
 
 import polymem
 from polymem_autogen import (
@@ -266,3 +267,25 @@ async def test_capture_writes_tool_calls_and_results_as_tool_messages(lexical: A
     ]
     assert [(c.id, c.name) for c in stored[1].tool_calls] == [("call_1", "get_weather")]
     assert stored[2].tool_call_id == "call_1"
+
+
+async def test_the_token_budget_of_an_agents_context_is_a_hard_limit(lexical: Any, replay: Any) -> None:
+    context = PolymemChatCompletionContext(lexical, session_id="budget", user_id="alice", max_tokens=40)
+    client = replay(*[f"Answer number {i} with a few more words in it." for i in range(4)])
+    agent = AssistantAgent("helper", model_client=client, model_context=context)
+    for i in range(4):
+        await agent.run(task=f"Question number {i} with a few more words in it?")
+    seen = [m for m in client.create_calls[-1]["messages"] if not isinstance(m, SystemMessage)]
+    assert sum(polymem.approx_token_count(m.content) for m in seen) <= 40
+    assert seen[-1].content == "Question number 3 with a few more words in it?"
+    assert len(seen) < 4  # four of these messages are over budget: none is kept past it
+
+
+async def test_an_agent_recalls_an_image_it_was_given_as_memory(lexical: Any, replay: Any) -> None:
+    image = Image.from_pil(PILImage.new("RGB", (2, 2), color=(0, 0, 255)))
+    memory = PolymemMemory(lexical, user_id="alice")
+    await memory.add(MemoryContent(content=image, mime_type=MemoryMimeType.IMAGE, metadata={"caption": "blue logo"}))
+    agent = AssistantAgent("designer", model_client=replay("Blue it is."), memory=[memory])
+    await agent.run(task="Which logo did I show you?")
+    (found,) = (await memory.query("logo")).results
+    assert isinstance(found.content, Image) and found.content.to_base64() == image.to_base64()

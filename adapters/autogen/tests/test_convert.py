@@ -197,9 +197,11 @@ def test_markdown_and_other_text_types_keep_their_mime_type() -> None:
     ],
     ids=["bytes", "image"],
 )
-def test_binary_and_image_content_are_refused_with_a_clear_error(content: MemoryContent) -> None:
-    with pytest.raises(polymem.InvalidInput, match="stores text, markdown and JSON"):
-        content_to_save(content)
+def test_binary_and_image_content_are_saved_as_a_text_stand_in_with_the_data_in_metadata(
+    content: MemoryContent,
+) -> None:
+    text, kwargs = content_to_save(content)
+    assert text.startswith("[") and kwargs["metadata"]["autogen_binary"]["base64"]
 
 
 def test_invalid_json_text_is_refused() -> None:

@@ -7,9 +7,11 @@ import re
 from typing import Any
 
 import pytest
+from autogen_core import Image
 from autogen_core.memory import Memory, MemoryContent, MemoryMimeType
 from autogen_core.model_context import UnboundedChatCompletionContext
 from autogen_core.models import AssistantMessage, SystemMessage, UserMessage
+from PIL import Image as PILImage
 
 import polymem
 from polymem_autogen import PolymemMemory, RecalledMemoriesMessage
@@ -39,13 +41,29 @@ async def test_query_returns_contents_best_first_with_score_and_memory_id(lexica
     for fact in ("Alice flies to Oslo in May", "Alice likes Oslo in winter and Oslo in spring", "Bob likes Rome"):
         await memory.add(text(fact))
     result = await memory.query("Oslo")
-    assert {r.content for r in result.results} == {
+    assert {r.content for r in result.results[:2]} == {
         "Alice flies to Oslo in May",
         "Alice likes Oslo in winter and Oslo in spring",
     }
     scores = [r.metadata["score"] for r in result.results]
     assert scores == sorted(scores, reverse=True)
     assert all(lexical.get(r.metadata["memory_id"]) is not None for r in result.results)
+
+
+async def test_query_returns_every_memory_up_to_top_k_as_list_memory_does_matches_first(lexical: Any) -> None:
+    memory = PolymemMemory(lexical, user_id="alice", top_k=3)
+    for fact in ("Alice flies to Oslo", "Alice owns a cat", "Alice reads novels", "Alice swims"):
+        await memory.add(text(fact))
+    results = (await memory.query("Oslo")).results
+    assert len(results) == 3 and results[0].content == "Alice flies to Oslo"
+    assert len((await memory.query("Oslo", top_k=10)).results) == 4
+
+
+async def test_query_keeps_a_relevance_cut_when_asked_for_one(lexical: Any) -> None:
+    memory = PolymemMemory(lexical, user_id="alice")
+    await memory.add(text("Alice flies to Oslo"))
+    await memory.add(text("Alice owns a cat"))
+    assert [r.content for r in (await memory.query("Oslo", min_relevance=0.1)).results] == ["Alice flies to Oslo"]
 
 
 async def test_query_only_sees_the_memory_user(lexical: Any) -> None:
@@ -61,11 +79,18 @@ async def test_json_content_comes_back_from_query_as_a_dict(lexical: Any) -> Non
     assert found.mime_type == "application/json"
 
 
-async def test_image_content_is_refused(lexical: Any) -> None:
+async def test_image_and_bytes_come_back_from_query_as_they_were_added(lexical: Any) -> None:
     memory = PolymemMemory(lexical, user_id="alice")
-    with pytest.raises(ValueError, match="stores text, markdown and JSON"):
-        await memory.add(MemoryContent(content=b"\x89PNG", mime_type="image/png"))
-    assert lexical.list(user_id="alice") == []
+    image = Image.from_pil(PILImage.new("RGB", (2, 3), color=(200, 10, 10)))
+    await memory.add(MemoryContent(content=image, mime_type=MemoryMimeType.IMAGE, metadata={"caption": "red"}))
+    await memory.add(MemoryContent(content=b"\x89PNG\x00\xff", mime_type="image/png"))
+    await memory.add(MemoryContent(content=b"\x00\x01", mime_type=MemoryMimeType.BINARY))
+    found = {r.mime_type: r for r in (await memory.query("anything", top_k=10)).results}
+    assert isinstance(found["image/*"].content, Image)
+    assert found["image/*"].content.to_base64() == image.to_base64()
+    assert found["image/*"].metadata["caption"] == "red"
+    assert found["image/png"].content == b"\x89PNG\x00\xff"
+    assert found["application/octet-stream"].content == b"\x00\x01"
 
 
 async def test_update_context_adds_one_system_message_listing_memories_with_category_and_age(semantic: Any) -> None:
@@ -97,12 +122,25 @@ async def test_update_context_adds_nothing_when_nothing_is_relevant(semantic: An
     assert len(await context.get_messages()) == 1
 
 
-async def test_update_context_on_an_empty_context_adds_nothing(lexical: Any) -> None:
+async def test_update_context_on_an_empty_context_adds_the_newest_memories(lexical: Any) -> None:
+    memory = PolymemMemory(lexical, user_id="alice", top_k=2)
+    for fact in ("Alice is allergic to peanuts", "Alice lives in Oslo", "Alice owns a cat"):
+        await memory.add(text(fact))
+    context = UnboundedChatCompletionContext()
+    result = await memory.update_context(context)
+    assert [r.content for r in result.memories.results] == ["Alice owns a cat", "Alice lives in Oslo"]
+    (message,) = await context.get_messages()
+    assert isinstance(message, RecalledMemoriesMessage)
+    assert message.content.splitlines()[0] == "Memories (newest first; category, age):"
+
+
+async def test_update_context_with_nothing_relevant_adds_nothing(lexical: Any) -> None:
     memory = PolymemMemory(lexical, user_id="alice")
     await memory.add(text("Alice is allergic to peanuts"))
     context = UnboundedChatCompletionContext()
+    await context.add_message(UserMessage(content="What is the weather in Rome?", source="user"))
     assert (await memory.update_context(context)).memories.results == []
-    assert await context.get_messages() == []
+    assert len(await context.get_messages()) == 1
 
 
 async def test_update_context_queries_with_the_recent_messages_not_only_the_last(lexical: Any) -> None:
@@ -121,6 +159,7 @@ async def test_update_context_ignores_system_messages_when_querying(lexical: Any
     await memory.add(text("Alice is allergic to peanuts"))
     context = UnboundedChatCompletionContext()
     await context.add_message(SystemMessage(content="peanuts peanuts peanuts"))
+    await context.add_message(UserMessage(content="What is the weather in Rome?", source="user"))
     assert (await memory.update_context(context)).memories.results == []
 
 

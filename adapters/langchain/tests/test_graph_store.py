@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import InjectedStore, create_react_agent
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore, InvalidNamespaceError
+from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp, SearchOp
 
 import polymem
 from polymem.testing import FakeClock
@@ -101,6 +101,35 @@ def test_search_with_a_query_ranks_by_relevance_with_scores(smem: polymem.Memory
     assert results[0].key == "1" and "3" not in {r.key for r in results}
     assert all(r.score is not None and 0 < r.score <= 1 for r in results)
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_a_query_with_a_filter_loses_no_filter_match(store: PolymemStore) -> None:
+    store.put(("things",), "apple", {"text": "a red apple", "color": "red"})
+    store.put(("things",), "car", {"text": "a red car", "color": "red"})
+    store.put(("things",), "sky", {"text": "a blue sky", "color": "blue"})
+    found = store.search(("things",), query="apple", filter={"color": "red"})
+    assert [item.key for item in found] == ["apple", "car"]
+
+
+def test_a_store_without_a_model_returns_every_item_for_a_query(store: PolymemStore) -> None:
+    for key in ("tea", "coffee", "bread"):
+        store.put(("food",), key, {"text": f"I like {key}"})
+    assert {item.key for item in store.search(("food",), query="tea")} == {"tea", "coffee", "bread"}
+    assert store.search(("food",), query="tea")[0].key == "tea"
+
+
+def test_an_item_put_with_index_false_is_not_searched_but_fills_the_last_places(store: PolymemStore) -> None:
+    store.put(("notes",), "found", {"text": "the blue notebook"})
+    store.put(("notes",), "hidden", {"text": "the blue notebook, hidden"}, index=False)
+    assert [(i.key, i.score is None) for i in store.search(("notes",), query="blue")] == [
+        ("found", False), ("hidden", True)]
+    assert [i.key for i in store.search(("notes",), query="blue", limit=1)] == ["found"]
+
+
+def test_a_batch_with_a_bad_operation_applies_none_of_it(store: PolymemStore) -> None:
+    with pytest.raises(polymem.InvalidFilterError):
+        store.batch([PutOp(("ok",), "key", {"text": "kept out"}), SearchOp(("ok",), filter={"a'b": 1})])
+    assert store.get(("ok",), "key") is None
 
 
 def test_list_namespaces_with_prefix_suffix_wildcards_and_depth(store: PolymemStore) -> None:

@@ -140,3 +140,33 @@ async def test_retriever_in_a_retrieval_chain_sync_and_async(smem: polymem.Memor
     answer = chain.invoke("where is the wifi password?")
     assert "on the fridge" in answer.content
     assert "on the fridge" in (await chain.ainvoke("wifi password?")).content
+
+
+def test_similarity_search_returns_k_documents_even_unrelated_ones(vectorstore: PolymemVectorStore) -> None:
+    found = vectorstore.similarity_search("quarterly tax filing deadline", k=4)
+    assert sorted(d.page_content for d in found) == sorted(d.page_content for d in DOCS)
+
+
+def test_search_by_vector_returns_the_cosine_neighbours(vectorstore: PolymemVectorStore) -> None:
+    assert vectorstore.embeddings is not None
+    vector = vectorstore.embeddings.embed_query("a pet cat called Miso")
+    assert vectorstore.similarity_search_by_vector(vector, k=1)[0].page_content == DOCS[0].page_content
+    assert len(vectorstore.similarity_search_by_vector(vector, k=3, filter={"topic": "pets"})) == 2
+
+
+def test_mmr_retriever_trades_a_near_duplicate_for_diversity(smem: polymem.Memory) -> None:
+    store = PolymemVectorStore(smem, user_id="ann")
+    store.add_texts(["Ann's cat is named Miso", "Ann has a cat called Miso", "Ann plays the cello on Sundays"])
+    relevant = store.similarity_search("What is Ann's cat called?", k=2)
+    assert {d.page_content for d in relevant} == {"Ann's cat is named Miso", "Ann has a cat called Miso"}
+    retriever = store.as_retriever(search_type="mmr", search_kwargs={"k": 2, "fetch_k": 3, "lambda_mult": 0.3})
+    diverse = [d.page_content for d in retriever.invoke("What is Ann's cat called?")]
+    assert "Miso" in diverse[0] and diverse[1] == "Ann plays the cello on Sundays"
+
+
+async def test_async_mmr_by_vector_matches_the_sync_one(vectorstore: PolymemVectorStore) -> None:
+    assert vectorstore.embeddings is not None
+    vector = vectorstore.embeddings.embed_query("Ann's pets")
+    sync = vectorstore.max_marginal_relevance_search_by_vector(vector, k=2, fetch_k=4)
+    assert await vectorstore.amax_marginal_relevance_search_by_vector(vector, k=2, fetch_k=4) == sync
+    assert len(await vectorstore.amax_marginal_relevance_search("Ann's pets", k=3)) == 3

@@ -10,7 +10,12 @@ from pathlib import Path
 
 from semantic_kernel import Kernel
 from semantic_kernel.agents import ChatCompletionAgent
-from semantic_kernel.contents import FunctionCallContent, FunctionResultContent
+from semantic_kernel.contents import (
+    ChatHistory,
+    ChatHistoryTruncationReducer,
+    FunctionCallContent,
+    FunctionResultContent,
+)
 
 import polymem
 from polymem_semantic_kernel import PolymemChatHistoryAgentThread, PolymemPlugin
@@ -236,6 +241,52 @@ async def test_a_token_budget_lets_polymem_bound_the_window(scripted, store):
     transcript = store.session("w", user_id="ann").transcript()
     assert len(window) < len(transcript) == 6
     assert window[-1].content == "three"
+
+
+async def test_a_chat_history_seeds_a_new_thread_and_the_model_sees_it(scripted, store):
+    agent, service = make_agent(scripted, store, ["You asked about tea."])
+    seed = ChatHistory()
+    seed.add_user_message("I like green tea.")
+    seed.add_assistant_message("Noted.")
+    thread = PolymemChatHistoryAgentThread(store, user_id="ann", chat_history=seed, thread_id="seeded")
+    await agent.get_response(messages="What did I say?", thread=thread)
+    assert [m.content for m in service.seen[0].messages] == ["You help Ann.", "I like green tea.", "Noted.",
+                                                              "What did I say?"]
+    stored = store.session("seeded", user_id="ann", max_tokens=None).messages()
+    assert [m.content for m in stored] == ["I like green tea.", "Noted.", "What did I say?", "You asked about tea."]
+
+
+async def test_a_seed_is_not_written_again_into_a_session_that_has_messages(scripted, store):
+    agent, _ = make_agent(scripted, store, ["Hi."])
+    seed = ChatHistory()
+    seed.add_user_message("seeded once")
+    await agent.get_response(messages="Hello", thread=PolymemChatHistoryAgentThread(
+        store, user_id="ann", chat_history=seed, thread_id="once"))
+    resumed = PolymemChatHistoryAgentThread(store, user_id="ann", chat_history=seed, thread_id="once")
+    assert [m.content async for m in resumed.get_messages()] == ["seeded once", "Hello", "Hi."]
+
+
+async def test_a_reducer_shrinks_the_stored_window_for_every_later_reader(scripted, store):
+    agent, service = make_agent(scripted, store, ["one", "two", "three", lambda history: f"seen {len(history)}"])
+    reducer = ChatHistoryTruncationReducer(target_count=2)
+    thread = PolymemChatHistoryAgentThread(store, user_id="ann", chat_history=reducer, thread_id="r")
+    for text in ["first", "second", "third"]:
+        await agent.get_response(messages=text, thread=thread)
+    assert await thread.reduce() is reducer
+    assert [m.content for m in reducer.messages] == ["third", "three"]
+    resumed = PolymemChatHistoryAgentThread(store, user_id="ann", thread_id="r")
+    assert [m.content async for m in resumed.get_messages()] == ["third", "three"]
+    await agent.get_response(messages="fourth", thread=resumed)
+    assert [m.content for m in service.seen[-1].messages] == ["You help Ann.", "third", "three", "fourth"]
+    assert len(store.session("r", user_id="ann").transcript()) == 8  # the transcript keeps every message
+
+
+async def test_without_a_reducer_reduce_changes_nothing(scripted, store):
+    agent, _ = make_agent(scripted, store, ["one"])
+    thread = PolymemChatHistoryAgentThread(store, user_id="ann", thread_id="plain")
+    await agent.get_response(messages="first", thread=thread)
+    assert await thread.reduce() is None
+    assert len([m async for m in thread.get_messages()]) == 2
 
 
 async def test_an_async_store_works_the_same(scripted, db_url):

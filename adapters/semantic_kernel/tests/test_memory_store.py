@@ -164,3 +164,52 @@ async def test_a_lexical_only_store_says_what_it_cannot_do(store):
     await storage.upsert("c", record("k", "text"))
     with pytest.raises(polymem.InvalidInput, match="needs a store with an embedder"):
         await storage.get_nearest_matches("c", np.ones(3), limit=1)
+
+
+async def test_a_store_built_without_arguments_keeps_the_vectors_it_is_handed_as_given():
+    storage = PolymemMemoryStore()
+    await storage.create_collection("c")
+    await storage.upsert_batch("c", [record("x", "along x", (3.0, 4.0, 0.0)), record("y", "along y", (0.0, 0.0, 2.0))])
+    got = await storage.get("c", "x", with_embedding=True)
+    assert np.allclose(got.embedding, [3.0, 4.0, 0.0])
+    (match, score), *_ = await storage.get_nearest_matches("c", np.asarray([0.0, 0.0, 5.0]), limit=2)
+    assert (match.id, round(score, 6)) == ("y", 1.0)
+    await storage.close()
+
+
+async def test_semantic_text_memory_on_a_store_built_without_arguments(service):
+    memory = SemanticTextMemory(storage=PolymemMemoryStore(), embeddings_generator=service)
+    await memory.save_information("facts", "The office is in Oslo", id="office")
+    await memory.save_information("facts", "Lunch is served at noon", id="lunch")
+    results = await memory.search("facts", "Which city is the workplace in?", limit=2)
+    assert [r.id for r in results] == ["office", "lunch"]
+
+
+async def test_a_store_opened_from_a_url_keeps_its_records_for_the_next_one(db_url):
+    first = PolymemMemoryStore(db_url)
+    await first.create_collection("c")
+    await first.upsert("c", record("k", "kept", (1.0, 2.0)))
+    await first.close()
+    second = PolymemMemoryStore(db_url)
+    (match, score) = await second.get_nearest_match("c", np.asarray([1.0, 2.0]), with_embedding=True)
+    assert (match.id, match.text, round(score, 6)) == ("k", "kept", 1.0)
+    assert np.allclose(match.embedding, [1.0, 2.0])
+    await second.close()
+
+
+async def test_a_vector_of_another_dimension_is_refused_and_replaces_nothing():
+    storage = PolymemMemoryStore()
+    await storage.create_collection("c")
+    await storage.upsert("c", record("k", "three dimensions", (1.0, 0.0, 0.0)))
+    with pytest.raises(polymem.DimensionMismatchError):
+        await storage.upsert("c", record("k", "four dimensions", (1.0, 0.0, 0.0, 0.0)))
+    assert (await storage.get("c", "k")).text == "three dimensions"
+
+
+async def test_a_store_of_given_vectors_embeds_no_text():
+    storage = PolymemMemoryStore()
+    await storage.create_collection("c")
+    bare = MemoryRecord.local_record(id="k", text="no vector", description=None, additional_metadata=None,
+                                     embedding=None)
+    with pytest.raises(polymem.InvalidInput, match="embeds no text"):
+        await storage.upsert("c", bare)

@@ -30,11 +30,13 @@ from ._errors import (
     NotSupportedError,
     PermissionDeniedError,
     PolymemError,
+    ReadOnlyStoreError,
     ReembedRequiredError,
     SessionOwnerError,
     SnapshotError,
     SourceBlockedError,
     StoreClosedError,
+    StoreUnreadableError,
     VersionConflictError,
 )
 from ._extract import ExtractiveSummarizer, RuleExtractor
@@ -54,7 +56,7 @@ from ._models import (
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
 from ._render import render_memories
-from ._scoring import ScoringPolicy
+from ._scoring import ScoringPolicy, maximal_marginal_relevance
 from ._text import approx_token_count
 
 __version__ = "0.1.0"
@@ -90,6 +92,7 @@ __all__ = [
     "OnnxEmbedder",
     "PermissionDeniedError",
     "PolymemError",
+    "ReadOnlyStoreError",
     "RecallHit",
     "RecallResult",
     "ReembedRequiredError",
@@ -105,6 +108,7 @@ __all__ = [
     "SnapshotError",
     "SourceBlockedError",
     "StoreClosedError",
+    "StoreUnreadableError",
     "Summarizer",
     "TokenCounter",
     "ToolCall",
@@ -114,6 +118,7 @@ __all__ = [
     "__version__",
     "approx_token_count",
     "default_embedder",
+    "maximal_marginal_relevance",
     "open",
     "open_async",
     "operations",

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest
+from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
     ContentRejectedError,
@@ -147,6 +148,14 @@ class RuleContradictionJudge:
             return similarity >= self.marker_similarity
         return False
 
+    def slot(self, record: MemoryRecord) -> str | None:
+        """The slot a statement fills ("favourite colour"), if any."""
+        found = _SLOT.search(record.content)
+        return found.group(1).casefold() if found else None
+
+    def similarity_floor(self, newer: MemoryRecord) -> float | None:
+        return self.marker_similarity if _CHANGE_MARKERS.search(newer.content) else None
+
 
 @dataclass
 class SessionSpec:
@@ -181,6 +190,8 @@ class Engine:
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
+        if isinstance(max_content_chars, bool) or not isinstance(max_content_chars, int) or max_content_chars < 1:
+            raise InvalidInput(f"max_content_chars must be a positive integer, got {max_content_chars!r}")
         self.namespace = namespace
         self.embedder = embedder
         self.clock = clock
@@ -560,7 +571,11 @@ class Engine:
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                 tuple(query_terms(query)), now, max(CANDIDATES, top_k))
         candidates = yield _backend("search", request)
-        hits = self.rank(candidates, now, vector_mode=vector is not None)
+        # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
+        # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
+        # store or a framework's list memory promises.
+        admit_all = min_relevance is not None
+        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:top_k]
@@ -570,6 +585,8 @@ class Engine:
             hits = [h if not isinstance(h.memory, Candidate) else
                     RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score)
                     for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
+        if admit_all and len(hits) < top_k and min_relevance == 0:
+            hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         withheld = {h.memory.memory_id: reasons for h in hits
                     if (reasons := self.guard.reasons(h.memory, blocked))}
         hits = [h for h in hits if h.memory.memory_id not in withheld]
@@ -612,11 +629,25 @@ class Engine:
         found = yield _backend("vectors", self.namespace, ids, self.embedder.model_id)
         return {k: [float(x) for x in v] for k, v in found.items()}
 
-    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool) -> builtins.list[RecallHit]:
-        """Admit relevant candidates, blend relevance with the live score, order by score."""
+    def _unmatched(self, hits: Sequence[RecallHit], top_k: int, now: datetime, user_id: str | None,
+                   agent_id: str | None, category: str | None, filter: dict[str, Any] | None) -> Plan:
+        """Memories in scope that the search did not find (no vector, no text match), newest
+        first, as hits of relevance 0 to fill a recall up to `top_k`."""
+        found = {h.memory.memory_id for h in hits}
+        scope = {**(filter or {}), "expire_at": {"$gt": now}}
+        page = yield ListRecords(self.namespace, user_id, agent_id, category, scope, "active", top_k + len(found), 0)
+        policy = self.scoring
+        return [RecallHit(r, policy.blend(0.0, live), 0.0, None, None, live)
+                for r in page if r.memory_id not in found
+                for live in (policy.live_score(r, now),)][:top_k - len(hits)]
+
+    def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool,
+             admit_all: bool = False) -> builtins.list[RecallHit]:
+        """Admit relevant candidates (all of them with `admit_all`), blend relevance with the
+        live score, order by score."""
         policy = self.scoring
         relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
-                                       vector_mode=vector_mode)
+                                       vector_mode=vector_mode, admit_all=admit_all)
         hits = []
         for i, relevance in relevances.items():
             c = candidates[i]
@@ -736,13 +767,14 @@ class Engine:
                     report.archived.append(record.memory_id)
             else:
                 survivors.append((record, vector))
+                continue
             if progress:
-                progress(1)
+                progress(CONSOLIDATION_STEPS)
         groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
         for record, vector in survivors:
             groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
         for members in groups.values():
-            yield from self._consolidate_group(members, report)
+            yield from self._consolidate_group(members, report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
@@ -758,36 +790,47 @@ class Engine:
         return True
 
     def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
-                           report: ConsolidationReport) -> Plan:
-        # Pass 1: near-duplicates fold into the oldest copy.
-        kept: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in members:
-            index = next((i for i, (older, older_vector) in enumerate(kept)
-                          if content_hash(older.content) == content_hash(record.content)
-                          or (_similarity(older, older_vector, record, vector) >= self.scoring.merge_similarity
-                              and same_facts(older.content, record.content))), None)
-            if index is None:
-                kept.append((record, vector))
+                           report: ConsolidationReport, progress: Callable[[int], None] | None) -> Plan:
+        """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
+        the most similar older one it contradicts. Each memory is compared only with those that can
+        matter (`ScopeIndex`); the outcome is that of comparing every pair."""
+        floors = Slots.floors(self.judge, [record for record, _ in members])
+        scope = ScopeIndex(members, ordered_rows=floors, progress=progress)
+        step = progress or (lambda done: None)
+        kept: builtins.list[int] = []  # rows, oldest first
+        kept_records: dict[int, MemoryRecord] = {}
+        first_of_hash: dict[str, int] = {}
+        for row in range(len(scope)):
+            keeper = first_of_hash.get(scope.hashes[row])
+            for other, _ in scope.close_to(row, self.scoring.merge_similarity):
+                if other in kept_records and (keeper is None or other < keeper) and \
+                        same_facts(scope.records[other].content, scope.records[row].content):
+                    keeper = other
+            if keeper is None:
+                kept.append(row)
+                kept_records[row] = scope.records[row]
+                first_of_hash.setdefault(scope.hashes[row], row)
                 continue
-            merged = yield from self._merge(kept[index][0], record)
+            merged = yield from self._merge(kept_records[keeper], scope.records[row])
             if merged is not None:
-                report.merged.setdefault(kept[index][0].memory_id, []).append(record.memory_id)
-                kept[index] = (merged, kept[index][1])
-        # Pass 2: a newer statement supersedes the most similar older one it contradicts.
-        live: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in kept:
-            scored = sorted(((_similarity(o, ov, record, vector), i) for i, (o, ov) in enumerate(live)), reverse=True)
-            index = next((i for sim, i in scored if self.judge.supersedes(live[i][0], record, sim)), None)
-            if index is None:
-                live.append((record, vector))
-                continue
-            older = live[index][0]
-            updated = yield from self._supersede(older, record)
-            if updated is not None:
-                report.superseded[older.memory_id] = record.memory_id
-                live[index] = (updated, vector)
-            else:
-                live.append((record, vector))
+                report.merged.setdefault(merged.memory_id, []).append(scope.records[row].memory_id)
+                kept_records[keeper] = merged
+            step(1)
+        slots = Slots(scope, self.judge)
+        for row in kept:
+            record = kept_records[row]
+            chosen = next((slot for sim, slot in slots.candidates(row, record)
+                           if self.judge.supersedes(slots.records[slot], record, sim)), None)
+            updated = None
+            if chosen is not None:
+                older = slots.records[chosen]
+                updated = yield from self._supersede(older, record, scope.vectors[row])
+                if updated is not None:
+                    report.superseded[older.memory_id] = record.memory_id
+                    slots.replace(chosen, row, updated)
+            if updated is None:
+                slots.add(row, record)
+            step(1)
 
     def _merge(self, keeper: MemoryRecord, other: MemoryRecord) -> Plan:
         metadata = {**other.metadata, **keeper.metadata,
@@ -807,13 +850,13 @@ class Engine:
             return None
         return merged
 
-    def _supersede(self, older: MemoryRecord, newer: MemoryRecord) -> Plan:
-        """The older memory takes the newer truth as its next version; the newer copy retires."""
+    def _supersede(self, older: MemoryRecord, newer: MemoryRecord, vector: np.ndarray | None) -> Plan:
+        """The older memory takes the newer truth (and its `vector`, if it has one of the store's
+        model) as its next version; the newer copy retires."""
         metadata = {**older.metadata, **newer.metadata,
                     "superseded_content": [*older.metadata.get("superseded_content", []), older.content],
                     "superseded_by": newer.memory_id}
-        vector = None
-        if self.embedder is not None:
+        if vector is None and self.embedder is not None:
             raw = yield Op("embed", "embed", ([newer.content],))
             vector = as_matrix(raw, self.embedder.dimension)[0]
         supersede = Update(
@@ -1023,13 +1066,6 @@ def _encodable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
-
-
-def _similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
-    if va is not None and vb is not None:
-        return float(va @ vb)
-    ta, tb = set(terms(a.content)), set(terms(b.content))
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
 _NEGATION = re.compile(r"\b(not|no|never|don't|doesn't|didn't|isn't|aren't|won't|can't|dislike|hate)\b|不|没",

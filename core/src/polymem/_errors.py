@@ -15,6 +15,8 @@ PolymemError
 ├── ReembedRequiredError
 ├── SnapshotError
 ├── StoreClosedError
+├── ReadOnlyStoreError
+├── StoreUnreadableError
 ├── PermissionDeniedError
 │   ├── SourceBlockedError
 │   └── SessionOwnerError
@@ -107,6 +109,18 @@ class StoreClosedError(PolymemError):
     """The store was used after `close()`."""
 
     code = "store_closed"
+
+
+class ReadOnlyStoreError(PolymemError):
+    """A write reached a store opened read-only (`?mode=ro`, or a file this process may only read)."""
+
+    code = "read_only_store"
+
+
+class StoreUnreadableError(PolymemError):
+    """The store's file is not a database polymem can read: random bytes, truncated, a directory."""
+
+    code = "store_unreadable"
 
 
 class PermissionDeniedError(PolymemError):

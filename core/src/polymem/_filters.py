@@ -18,7 +18,10 @@ TEXT_FIELDS = ("category", "source", "agent_id", "session_id", "user_id", "statu
 TIME_FIELDS = ("created_at", "updated_at", "last_accessed_at", "expire_at")
 NUMBER_FIELDS = ("importance", "access_count", "version")
 _SQL_OPS = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-_KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+# A metadata key's parts: letters, digits, _, - and spaces (no quotes, brackets or `$`, which a
+# JSON path or an injection attempt would need), separated by dots.
+_KEY_RE = re.compile(r"^[\w\- ]+(\.[\w\- ]+)*$")
+_INT64 = 2**63 - 1
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -94,7 +97,7 @@ def _kind(field: str) -> tuple[str, tuple[str, ...]]:
     if field.startswith("metadata."):
         key = field[len("metadata."):]
         if not _KEY_RE.match(key):
-            raise InvalidFilterError(f"bad metadata key {key!r} (letters, digits, _ and - separated by dots)")
+            raise InvalidFilterError(f"Invalid filter key {key!r}: letters, digits, _, - and spaces, separated by dots")
         return "json", tuple(key.split("."))
     raise InvalidFilterError(
         f"unknown filter field {field!r}; use one of {', '.join(TEXT_FIELDS + TIME_FIELDS + NUMBER_FIELDS)}, "
@@ -103,6 +106,8 @@ def _kind(field: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _scalar(kind: str, field: str, value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT64:
+        value = float(value)  # beyond a 64-bit integer column: compared as the float it nearly is
     if kind == "time":
         return _time_value(field, value)
     if kind == "number":
@@ -114,7 +119,7 @@ def _scalar(kind: str, field: str, value: Any) -> Any:
             raise InvalidFilterError(f"filter on {field} needs text, got {value!r}")
         return value
     if isinstance(value, (dict, list)):
-        raise InvalidFilterError(f"filter on {field} compares scalars only, got {value!r}")
+        raise InvalidFilterError(f"filter on {field}: only $eq and $ne compare a list or an object, got {value!r}")
     return value
 
 
@@ -140,6 +145,8 @@ def _parse_one(field: str, op: str, value: Any) -> Condition:
         if not isinstance(value, (list, tuple)) or not value:
             raise InvalidFilterError(f"{op} on {field} needs a non-empty list")
         return Condition(field, kind, op, [_scalar(kind, field, v) for v in value], path)
+    if kind == "json" and op in ("$eq", "$ne") and isinstance(value, (list, dict)):
+        return Condition(field, kind, op, value, path)  # a whole JSON array or object, compared as such
     scalar = _scalar(kind, field, value)
     if scalar is None and op not in ("$eq", "$ne"):
         raise InvalidFilterError(f"{op} on {field} cannot compare with null")
@@ -164,7 +171,8 @@ def _sqlite_value(kind: str, value: Any) -> Any:
 
 def _compile_sqlite(c: Condition, alias: str) -> tuple[str, list[Any]]:
     if c.kind == "json":
-        column = f"json_extract({alias}.metadata, '$." + ".".join(f'"{part}"' for part in c.path) + "')"
+        at = f"{alias}.metadata, '$." + ".".join(f'"{part}"' for part in c.path) + "'"
+        column = f"json_extract({at})"
     else:
         column = f"{alias}.{c.field}"
     op, kind = c.op, c.kind
@@ -183,6 +191,9 @@ def _compile_sqlite(c: Condition, alias: str) -> tuple[str, list[Any]]:
         marks = ", ".join("?" for _ in values)
         negate = "NOT " if op == "$nin" else ""
         return (f"{column} {negate}IN ({marks})", values)
+    if isinstance(c.value, (list, dict)):  # stored sorted and compact (`dumps`), as json_extract returns it
+        same = f"(json_type({at}) IN ('array', 'object') AND {column} = ?)"
+        return (same if op == "$eq" else f"NOT COALESCE({same}, 0)"), [_canonical(c.value)]
     scalar = _sqlite_value(kind, c.value)
     if scalar is None:
         return (f"{column} IS NULL" if op == "$eq" else f"{column} IS NOT NULL", [])
@@ -191,6 +202,11 @@ def _compile_sqlite(c: Condition, alias: str) -> tuple[str, list[Any]]:
     if c.field == "expire_at" and op in ("$gt", "$gte"):  # no expiry means "never": later than any time
         return (f"({column} IS NULL OR {column} {_SQL_OPS[op]} ?)", [scalar])
     return (f"{column} {_SQL_OPS[op]} ?", [scalar])
+
+
+def _canonical(value: list[Any] | dict[str, Any]) -> str:
+    """A JSON array or object as SQLite's json_extract returns one stored by `dumps`."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:

@@ -37,9 +37,24 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingDependencyError("the HTTP client needs httpx: pip install 'polymem[http]'") from exc
 
 from .server._errors import ServiceUnavailableError, error_type
+from .server._limits import MAX_EMBED_CHARS
 
 R = TypeVar("R")
 RETRY_STATUSES = (502, 503, 504)
+
+
+def _embed_batches(texts: Sequence[str]) -> Iterator[builtins.list[str]]:
+    """`texts` in requests of at most 256 texts and MAX_EMBED_CHARS characters (a longer text goes alone)."""
+    batch: builtins.list[str] = []
+    size = 0
+    for text in texts:
+        if batch and (len(batch) == 256 or size + len(text) > MAX_EMBED_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(text)
+        size += len(text)
+    if batch:
+        yield batch
 
 
 @dataclass
@@ -280,8 +295,11 @@ class HttpTransport:
         return self._info
 
     def _embed(self, texts: Sequence[str]) -> builtins.list[builtins.list[float]]:
-        data = self._send(Request("POST", "/v1/embed", {"texts": list(texts)}, retry=True))
-        return cast("list[list[float]]", data["vectors"])
+        vectors: builtins.list[builtins.list[float]] = []
+        for batch in _embed_batches(texts):
+            data = self._send(Request("POST", "/v1/embed", {"texts": batch}, retry=True))
+            vectors += cast("list[list[float]]", data["vectors"])
+        return vectors
 
     # -- sending ------------------------------------------------------------------------------
     def execute(self, op: ops.Operation[R]) -> R:

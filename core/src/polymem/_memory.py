@@ -100,12 +100,19 @@ def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBack
         return SQLiteBackend(None, memory_name=unquote(url[len("memory://"):]).strip("/"))
     if scheme == "sqlite":
         # As SQLAlchemy: sqlite:///relative/file.db, sqlite:////absolute/file.db
-        path = unquote(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else ""
+        location, _, query = url.partition("?")
+        path = unquote(location[len("sqlite:///"):]) if location.startswith("sqlite:///") else ""
         if not path.strip("/"):
             raise InvalidURLError(f"{url!r} names no file; use sqlite:///relative/file.db or sqlite:////abs/file.db")
+        options = dict(parse_qsl(query, keep_blank_values=True))
+        unknown = sorted(set(options) - {"mode", "durability"})
+        if unknown or options.get("mode", "ro") != "ro":
+            raise InvalidURLError(f"{url!r}: an sqlite URL takes ?mode=ro and ?durability=normal|full, "
+                                  f"not {unknown or options}")
         from ._sqlite import SQLiteBackend
 
-        return SQLiteBackend(Path(path))
+        return SQLiteBackend(Path(path), read_only="mode" in options,
+                             durability=options.get("durability", "normal"))
     spec = (ASYNC_BACKENDS.get(scheme) if asynchronous else None) or BACKENDS.get(scheme) or _entry_point(scheme)
     if spec is None:
         hint = {"http": "server", "https": "server"}.get(scheme)

@@ -58,6 +58,17 @@ class ContradictionJudge(Protocol):
 
 
 @runtime_checkable
+class IndexableJudge(ContradictionJudge, Protocol):
+    """A judge that says which pairs it could ever accept, so consolidation asks it about those
+    alone instead of every pair of a scope: `newer` may supersede `older` only if both have the
+    same non-None `slot`, or if their cosine is at least `similarity_floor(newer)` (None: never)."""
+
+    def slot(self, record: MemoryRecord) -> str | None: ...
+
+    def similarity_floor(self, newer: MemoryRecord) -> float | None: ...
+
+
+@runtime_checkable
 class Reranker(Protocol):
     """Rescores recall candidates (e.g. a cross-encoder); higher is better."""
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
+
+import numpy as np
 
 from ._errors import InvalidInput
 from ._models import MemoryRecord
@@ -86,21 +88,59 @@ class ScoringPolicy:
         return relevance * ((1.0 - self.live_weight) + self.live_weight * live)
 
     def relevances(self, candidates: Iterable[tuple[K, float | None, float | None]], *,
-                   vector_mode: bool) -> dict[K, float]:
+                   vector_mode: bool, admit_all: bool = False) -> dict[K, float]:
         """The relevance of each admitted candidate, given as (key, cosine, text rank).
 
         With a vector search, a candidate is admitted by its text match, or by a cosine of at
         least `min_similarity`, lowered for a broad query ("what do you know about me?"), which
         is far from everything, to what is nearly as close as the best match, but never to what
-        is plainly unrelated. Without one, only text matches are."""
+        is plainly unrelated. Without one, only text matches are. `admit_all` admits every
+        candidate (the caller judges relevance itself, or wants k results whatever they are)."""
         candidates = list(candidates)
         best = max((sim for _, sim, _ in candidates if sim is not None), default=0.0)
         admit = min(self.min_similarity, max(self.relative_floor, best - self.relative_margin))
         out: dict[K, float] = {}
         for key, sim, text in candidates:
             if not vector_mode:
-                if text is not None:
-                    out[key] = text
-            elif (sim is not None and sim >= admit) or text is not None:
+                if text is not None or admit_all:
+                    out[key] = text or 0.0
+            elif admit_all or (sim is not None and sim >= admit) or text is not None:
                 out[key] = self.vector_weight * max(0.0, sim or 0.0) + (1 - self.vector_weight) * (text or 0.0)
         return out
+
+
+def maximal_marginal_relevance(relevances: Sequence[float], vectors: Sequence[Sequence[float] | None], k: int,
+                               lambda_mult: float = 0.5) -> list[int]:
+    """The positions of up to `k` candidates picked for relevance and diversity (MMR), in pick order.
+
+    The most relevant comes first; each next step picks the candidate maximising `lambda_mult · relevance − (1 − lambda_mult) · (its
+    highest cosine to those already picked)`: 1 gives pure relevance, 0 pure diversity.
+    `relevances` are the candidates' similarities to the query (a recall's `similarity`, a
+    `nearest` cosine) and `vectors` their stored vectors (`vectors()`); a candidate without a
+    vector is redundant with nothing.
+    """
+    if len(relevances) != len(vectors):
+        raise InvalidInput(f"got {len(relevances)} relevances for {len(vectors)} vectors")
+    if not 0.0 <= lambda_mult <= 1.0:
+        raise InvalidInput(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+    n = len(relevances)
+    if n == 0 or k <= 0:
+        return []
+    known = [i for i, v in enumerate(vectors) if v is not None]
+    cosines = np.zeros((n, n))
+    if known:
+        unit = np.asarray([vectors[i] for i in known], dtype=np.float64)
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        cosines[np.ix_(known, known)] = unit @ unit.T
+    relevance = np.asarray(relevances, dtype=np.float64)
+    picked: list[int] = []
+    redundancy = np.full(n, -np.inf)
+    available = np.ones(n, dtype=bool)
+    for _ in range(min(k, n)):
+        gain = lambda_mult * relevance - (1.0 - lambda_mult) * redundancy if picked else relevance.copy()
+        gain[~available] = -np.inf
+        best = int(np.argmax(gain))
+        picked.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, cosines[best])
+    return picked

@@ -21,12 +21,12 @@ from typing import IO, Any
 import numpy as np
 
 from ._embedders import as_matrix
-from ._engine import Engine, Op, Plan, _backend, check_label
+from ._engine import Engine, Op, Plan, _backend, _sequence, check_label
 from ._errors import ContentRejectedError, InvalidInput, PolymemError, SnapshotError, SourceBlockedError
 from ._guard import clean_metadata, flag_metadata
-from ._models import ImportReport, MemoryRecord, Message
+from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
 from ._text import content_hash, terms
-from ._time import to_iso
+from ._time import from_iso, to_iso
 
 FORMAT = "polymem-snapshot"
 VERSION = 1
@@ -102,23 +102,31 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
     memories: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     end: dict[str, Any] | None = None
+    keys: dict[str, str] = {}
+    session_ids: set[str] = set()
     for number, obj in lines[1:]:
         if end is not None:
             raise SnapshotError(f"line {number}: content after the end line")
         kind = obj.get("type")
         try:
             if kind == "memory":
-                record = MemoryRecord.from_dict(obj["record"])
-                versions = [MemoryRecord.from_dict(v).to_dict() for v in obj.get("versions") or []]
+                record = _checked_record(MemoryRecord.from_dict(obj["record"]))
+                versions = [_checked_record(MemoryRecord.from_dict(v)).to_dict() for v in obj.get("versions") or []]
                 vector = obj.get("vector")
                 if vector is not None and (not isinstance(vector, list) or not vector):
                     raise SnapshotError("vector must be a non-empty list")
+                if vector is not None:
+                    as_matrix([vector], None)
+                key = check_label(obj.get("idempotency_key"), "idempotency_key", optional=True)
+                if key is not None and keys.setdefault(key, record.memory_id) != record.memory_id:
+                    raise SnapshotError(f"idempotency_key {key!r} is also memory {keys[key]}'s")
                 memories.append({"record": record, "versions": versions, "vector": vector,
-                                 "idempotency_key": obj.get("idempotency_key"), "line": number})
+                                 "idempotency_key": key, "line": number})
             elif kind == "session":
-                for m in obj.get("messages") or []:
-                    Message.from_dict(m["message"])
-                    int(m["tokens"])
+                _check_session(obj)
+                if obj["session_id"] in session_ids:
+                    raise SnapshotError(f"session {obj['session_id']!r} appears twice")
+                session_ids.add(obj["session_id"])
                 sessions.append(obj)
             elif kind == "end":
                 end = obj
@@ -134,6 +142,41 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
         raise SnapshotError(f"line {lines[-1][0]}: end line counts {end.get('memories')} memories and "
                             f"{end.get('sessions')} sessions, the file holds {len(memories)} and {len(sessions)}")
     return header, memories, sessions
+
+
+def _checked_record(record: MemoryRecord) -> MemoryRecord:
+    """A record as the engine would have stored it: labels, text, importance, status, metadata."""
+    for what in ("memory_id", "namespace", "category", "source"):
+        check_label(getattr(record, what), what)
+    for what in ("user_id", "agent_id", "session_id", "embedding_model"):
+        check_label(getattr(record, what), what, optional=True)
+    check_label(record.content, "content")
+    Engine._importance(record.importance)
+    if record.status not in STATUSES:
+        raise SnapshotError(f"status must be one of {', '.join(STATUSES)}, got {record.status!r}")
+    check_metadata(record.metadata)
+    for what in ("version", "access_count"):
+        value = getattr(record, what)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise SnapshotError(f"{what} must be a non-negative integer, got {value!r}")
+    return record
+
+
+def _check_session(session: dict[str, Any]) -> None:
+    check_label(session.get("session_id"), "session_id")
+    check_label(session.get("user_id"), "user_id", optional=True)
+    check_label(session.get("agent_id"), "agent_id", optional=True)
+    for key in ("created_at", "updated_at"):
+        if from_iso(session.get(key), key) is None:
+            raise SnapshotError(f"session {session['session_id']!r} has no {key}")
+    from_iso(session.get("expire_at"), "expire_at")
+    summary = session.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise SnapshotError("summary must be text or null")
+    for m in _sequence(session.get("messages") or [], "messages"):
+        Message.from_dict(m["message"])
+        if isinstance(m["tokens"], bool) or not isinstance(m["tokens"], int) or not 0 <= m["tokens"] < 2**31:
+            raise SnapshotError(f"tokens must be a non-negative integer, got {m['tokens']!r}")
 
 
 def _numbered(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -15,6 +15,7 @@ import hashlib
 import heapq
 import json
 import math
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -35,7 +37,14 @@ from ._backend import (
     SearchRequest,
     selective_terms,
 )
-from ._errors import NotFoundError, StoreClosedError, VersionConflictError
+from ._errors import (
+    InvalidURLError,
+    NotFoundError,
+    ReadOnlyStoreError,
+    StoreClosedError,
+    StoreUnreadableError,
+    VersionConflictError,
+)
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
@@ -144,6 +153,38 @@ CHECKPOINT_CHANGES = 5_000
 WAL_SIZE_LIMIT = 64 << 20
 # Pages in the WAL (4 KB each, 32 MB in all) beyond which the checkpointer makes it start over.
 RESTART_FRAMES = 8192
+
+# `durability=` in the URL → `PRAGMA synchronous`. With WAL, NORMAL loses no commit when the
+# process crashes, but the last commits before a power loss or OS crash may be lost; FULL syncs
+# the WAL on every commit, so a commit that returned survives those too.
+DURABILITY = {"normal": "NORMAL", "full": "FULL"}
+# Primary result codes (`sqlite3.Error.sqlite_errorcode & 0xFF`) meaning the file is not a usable database.
+_UNREADABLE = {11: "is corrupt or truncated", 26: "is not a database", 14: "cannot be opened"}
+_READONLY = 8
+
+
+@contextmanager
+def _translated(url: str) -> Iterator[None]:
+    """SQLite's errors about the file itself, as polymem's typed errors."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in _UNREADABLE:
+            raise StoreUnreadableError(f"{url} {_UNREADABLE[code]} ({exc})") from exc
+        if code == _READONLY:
+            raise ReadOnlyStoreError(f"{url} may only be read: writes are refused ({exc})") from exc
+        raise
+
+
+def _only_readable(path: Path) -> bool:
+    """An existing file this process may read but not write (or whose folder it cannot write, where
+    SQLite must create the WAL's side files)."""
+    if not path.is_file():
+        return False
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+    return not writable and os.access(path, os.R_OK)
+
 
 _RECORD_COLUMNS = (
     "memory_id, namespace, user_id, agent_id, session_id, content, category, source, importance, entities, "
@@ -395,43 +436,86 @@ class _VectorCache:
 class SQLiteBackend(Backend):
     """SQLite storage: a file path, or None for a private in-process database."""
 
-    def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000) -> None:
+    def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000,
+                 read_only: bool = False, durability: str = "normal") -> None:
+        if durability not in DURABILITY:
+            raise InvalidURLError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
         self.path = None if path is None else Path(path)
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.url = f"sqlite:///{self.path.resolve()}"
-            target, uri = str(self.path), False
+            read_only = read_only or _only_readable(self.path)
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            options = [("mode", "ro")] if read_only else []
+            options += [("durability", durability)] if durability != "normal" else []
+            self.url = f"sqlite:///{self.path.resolve()}" + (f"?{urlencode(options)}" if options else "")
+            target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else str(self.path)
+            uri = read_only
         elif memory_name:  # named: shared by every store of this process that opens the same name
             self.url = f"memory://{memory_name}"
             target, uri = f"file:polymem-{memory_name}?mode=memory&cache=shared", True
         else:
             self.url, target, uri = "memory://", ":memory:", False
-        self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                     check_same_thread=False, uri=uri)
+        self.read_only = read_only
         self._lock = threading.RLock()
         self._closed = False
         self._in_write = False  # inside `_write` (on the thread holding `_lock`)
-        conn = self._conn
-        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-        if self.path is not None:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
-            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         self._checkpoint_due = threading.Event()
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_stop = False
         self._commits_since_checkpoint = 0
-        self._changes_at_checkpoint = conn.total_changes
-        self._migrate()
+        with _translated(self.url):
+            try:
+                self._connect(target, uri, busy_timeout_ms, durability)
+            except sqlite3.OperationalError:
+                if not read_only:
+                    raise
+                # A WAL file is read through its `-shm` index, which a reader creates if it is missing;
+                # in a folder this process cannot write, read the file as it is (immutable): see docs/.
+                self._connect(f"{target}&immutable=1", uri, busy_timeout_ms, durability)
         self._caches: dict[str | None, _VectorCache] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
+    def _connect(self, target: str, uri: bool, busy_timeout_ms: int, durability: str) -> None:
+        self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                     check_same_thread=False, uri=uri)
+        try:
+            self._configure(busy_timeout_ms, durability)
+            self._changes_at_checkpoint = self._conn.total_changes
+            if self.read_only:
+                self._check_current()
+            else:
+                self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _configure(self, busy_timeout_ms: int, durability: str) -> None:
+        conn = self._conn
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # reads the schema: not a database fails here
+        if self.path is not None and not self.read_only:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+        conn.execute(f"PRAGMA synchronous = {DURABILITY[durability]}")
+        conn.execute("PRAGMA foreign_keys = ON")
+
     # -- plumbing -----------------------------------------------------------------------------
+    def _check_current(self) -> None:
+        """A read-only file cannot be migrated: it must already be at this version's schema."""
+        conn = self._conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        done = set()
+        if "schema_migrations" in tables:
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        analyzed = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone() if "meta" in tables else None
+        if done != set(range(1, len(MIGRATIONS) + 1)) or analyzed is None or analyzed[0] != ANALYZER_VERSION:
+            raise ReadOnlyStoreError(f"{self.url} is read-only and needs an upgrade to this polymem version: "
+                                     "open it once with write access")
+
     def _migrate(self) -> None:
         with self._write() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -471,7 +555,8 @@ class SQLiteBackend(Backend):
         with self._lock:
             if self._closed:
                 raise StoreClosedError("the store is closed")
-            yield self._conn
+            with _translated(self.url):
+                yield self._conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -479,20 +564,23 @@ class SQLiteBackend(Backend):
         with self._lock:
             if getattr(self, "_closed", False):
                 raise StoreClosedError("the store is closed")
+            if self.read_only:
+                raise ReadOnlyStoreError(f"{self.url} is open read-only: writes are refused")
             conn = self._conn
             if self._in_write:
                 yield conn
                 return
-            conn.execute("BEGIN IMMEDIATE")
-            self._in_write = True
-            try:
-                yield conn
-            except BaseException:
+            with _translated(self.url):
+                conn.execute("BEGIN IMMEDIATE")
+                self._in_write = True
+                try:
+                    yield conn
+                except BaseException:
+                    self._in_write = False
+                    conn.execute("ROLLBACK")
+                    raise
                 self._in_write = False
-                conn.execute("ROLLBACK")
-                raise
-            self._in_write = False
-            conn.execute("COMMIT")
+                conn.execute("COMMIT")
             if self.path is not None:
                 self._count_commit(conn)
 
@@ -947,7 +1035,7 @@ class SQLiteBackend(Backend):
 
     # -- bookkeeping --------------------------------------------------------------------------
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
-        if bonuses:
+        if bonuses and not self.read_only:  # a read-only store recalls without counting accesses
             self._bookkeeping.put((namespace, list(bonuses), to_micros(now)))
 
     def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
@@ -1031,7 +1119,10 @@ class SQLiteBackend(Backend):
             seq = self._next_seq(conn)
             for item in rows:
                 record: MemoryRecord = item["record"]
-                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone()
+                key = item.get("idempotency_key")
+                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone() or (
+                    key is not None and conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND idempotency_key = ?",
+                                                     (namespace, key)).fetchone())
                 if exists:
                     report.duplicates += 1
                     continue

@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from . import operations as ops
+from ._consolidation import CONSOLIDATION_STEPS
 from ._errors import PolymemError
 from ._memory import Memory, default_url
 from ._memory import open as open_store
@@ -223,7 +224,7 @@ table_command(ops.SetStatus, text=_print_record)
 def consolidate(url: str | None, namespace: str, no_embedder: bool, as_json: bool) -> None:
     """Expire, archive the faded, merge near-duplicates, supersede contradictions."""
     with _store(url, namespace, no_embedder) as mem:
-        total = mem.stats()["by_status"].get("active", 0)
+        total = mem.stats()["by_status"].get("active", 0) * CONSOLIDATION_STEPS
         with _progress(total, "consolidate") as bar:
             report = mem.consolidate(progress=bar.update)
 
@@ -269,7 +270,8 @@ def export_cmd(path: str, user_id: str | None, url: str | None, namespace: str) 
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--from", "source_format", default="polymem-snapshot", show_default=True,
               help="What PATH is: polymem-snapshot, llamaindex-simple-chat-store, langchain-json, langchain-sql, "
-                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, mem0.")
+                   "autogen-state, autogen-list-memory, semantic-kernel-chat-history, agent-framework-session, "
+                   "agent-framework-file-history, mem0.")
 @click.option("--user", "user_id", default=None,
               help="Who the imported memories are about (chat stores keyed by user/session default to the key).")
 @click.option("--agent", "agent_id", default=None, help="Tag what is imported with this agent.")

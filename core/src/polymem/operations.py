@@ -579,7 +579,9 @@ class Recall(Operation[RecallResult]):
     """The memories most relevant to `query`, best first (hybrid search × live score).
 
     `query_vector` replaces the query's embedding (same model and dimension as the store's);
-    `min_relevance` drops hits less relevant than that, whatever their live score. The result
+    `min_relevance` replaces polymem's own judgement of what is relevant: hits less relevant
+    than that are dropped, whatever their live score, and `min_relevance=0` returns `top_k`
+    memories whenever the scope holds that many (those matching nothing rank last). The result
     is a list; its `withheld` says what the service's read guard kept back."""
 
     name = "recall"
@@ -602,7 +604,7 @@ class Recall(Operation[RecallResult]):
     category: str | None = Field(default=None, description="Only this category.")
     filter: Filter = None
     query_vector: Sequence[float] | None = Field(default=None, description="Replaces the query's embedding.")
-    min_relevance: float | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1].")
+    min_relevance: float | None = Field(default=None, description="Drop hits less relevant than this, in [0, 1]; 0 returns top_k whatever they are.")
 
 
 class Nearest(Operation[NearestResult]):
@@ -833,7 +835,8 @@ class Consolidate(Operation[ConsolidationReport]):
     codec = CONSOLIDATION
     permission = "admin"
 
-    progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
+    progress: Progress | None = Field(default=None, exclude=True, description=(
+        "Called with the number of steps done: two per active memory (its neighbours found, its fate decided)."))
 
 
 class Reembed(Operation[int]):

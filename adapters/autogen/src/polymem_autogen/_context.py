@@ -27,7 +27,7 @@ class PolymemChatCompletionContextConfig(BaseModel):
     async_store: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
     overflow: Literal["drop", "summarize"] = "drop"
-    keep_last: int = Field(default=4, ge=0)
+    keep_last: int = Field(default=0, ge=0)
     initial_messages: list[LLMMessage] | None = None
 
 
@@ -41,7 +41,8 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
     convert losslessly (see `to_polymem_messages`).
 
     The window is polymem's: `max_tokens=None` (default) keeps everything, as
-    AutoGen's `UnboundedChatCompletionContext` does; with a token budget the
+    AutoGen's `UnboundedChatCompletionContext` does; `max_tokens` is a hard
+    limit, as `TokenLimitedChatCompletionContext`'s `token_limit` is: the
     oldest messages are dropped or, with `overflow="summarize"`, folded into
     a running summary that comes back as the first system message. Tool
     results whose call fell out of the window are not returned.
@@ -57,9 +58,11 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
         memory: a polymem store, or a URL to open (without an embedding model:
             working memory needs none); a store opened here is closed by `close()`.
         session_id, user_id, agent_id: the session and whom it belongs to.
-        max_tokens, overflow, keep_last: polymem's window (see `mem.session`); a
+        max_tokens, overflow: polymem's window (see `mem.session`); a
             summarizing window uses the store's summarizer, so pass a store
             opened with one (e.g. `ChatCompletionSummarizer`).
+        keep_last: the newest messages that stay even past `max_tokens`
+            (default 0: the limit is hard).
         initial_messages: seed messages for a brand-new session.
     """
 
@@ -76,7 +79,7 @@ class PolymemChatCompletionContext(ChatCompletionContext, Component[PolymemChatC
         agent_id: str | None = None,
         max_tokens: int | None = None,
         overflow: Literal["drop", "summarize"] = "drop",
-        keep_last: int = 4,
+        keep_last: int = 0,
         initial_messages: list[LLMMessage] | None = None,
     ) -> None:
         super().__init__(initial_messages)

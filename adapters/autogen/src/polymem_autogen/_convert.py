@@ -14,6 +14,7 @@ framework expects); consecutive tool messages are regrouped on the way back.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +38,7 @@ META = "autogen"
 """The `Message.metadata` key under which AutoGen-only fields travel."""
 
 RECALL_HEADER = "Relevant memories (most relevant first; category, age):"
+NEWEST_HEADER = "Memories (newest first; category, age):"
 
 
 class RecalledMemoriesMessage(SystemMessage):
@@ -310,12 +312,21 @@ def task_messages_to_polymem(messages: Iterable[Any], *, user_source: str = "use
 # --------------------------------------------------------------------------- memory contents
 
 _RESERVED = ("category", "source", "importance", "entities")
-TEXT_TYPES = {MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryMimeType.JSON.value}
+BINARY_KEY = "autogen_binary"
+"""The metadata key holding image and bytes content: `{"kind": "image" | "bytes", "base64": ...}`."""
 
 
 def mime_of(content: MemoryContent) -> str:
     mime = content.mime_type
     return mime.value if isinstance(mime, MemoryMimeType) else str(mime)
+
+
+def _binary(value: Image | bytes | bytearray, mime: str) -> tuple[str, dict[str, Any]]:
+    """Image or bytes content as a text stand-in (what polymem searches) and its lossless metadata."""
+    if isinstance(value, Image):
+        return f"[image, {mime}]", {"kind": "image", "base64": value.to_base64()}
+    data = bytes(value)
+    return f"[binary content, {mime}, {len(data)} bytes]", {"kind": "bytes", "base64": base64.b64encode(data).decode()}
 
 
 def content_to_save(content: MemoryContent) -> tuple[str, dict[str, Any]]:
@@ -324,17 +335,16 @@ def content_to_save(content: MemoryContent) -> tuple[str, dict[str, Any]]:
     Text and markdown are stored as they are; JSON (a dict, or a string that
     parses) as compact JSON text; any other MIME type whose content is a
     string is stored as text with its MIME type in metadata. Images and bytes
-    are refused: polymem memories are natural language. The metadata keys
-    `category`, `source`, `importance` and `entities` set those fields.
+    are stored whole, base64 under `metadata["autogen_binary"]`, with a short
+    text stand-in as the memory's content. The metadata keys `category`,
+    `source`, `importance` and `entities` set those fields.
     """
     mime = mime_of(content)
     value = content.content
-    if isinstance(value, (Image, bytes, bytearray)) or mime.startswith("image/"):
-        raise polymem.InvalidInput(
-            f"PolymemMemory stores text, markdown and JSON; got {mime!r} content of type "
-            f"{type(value).__name__}. Describe the image or file in text and add that instead."
-        )
-    if mime == MemoryMimeType.JSON.value:
+    metadata = dict(content.metadata or {})
+    if isinstance(value, (Image, bytes, bytearray)):
+        text, metadata[BINARY_KEY] = _binary(value, mime)
+    elif mime == MemoryMimeType.JSON.value:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -345,7 +355,6 @@ def content_to_save(content: MemoryContent) -> tuple[str, dict[str, Any]]:
         raise polymem.InvalidInput(f"dict content needs mime_type application/json, got {mime!r}")
     else:
         text = str(value)
-    metadata = dict(content.metadata or {})
     kwargs: dict[str, Any] = {key: metadata.pop(key) for key in _RESERVED if key in metadata}
     if "entities" in kwargs:
         kwargs["entities"] = list(kwargs["entities"])
@@ -359,8 +368,12 @@ def record_to_content(record: polymem.MemoryRecord, **scores: Any) -> MemoryCont
     """A stored memory as AutoGen `MemoryContent`; polymem's fields and scores go in metadata."""
     metadata = dict(record.metadata)
     mime = str(metadata.pop("mime_type", MemoryMimeType.TEXT.value))
+    binary = metadata.pop(BINARY_KEY, None)
     content: Any = record.content
-    if mime == MemoryMimeType.JSON.value:
+    if isinstance(binary, dict):
+        data = str(binary.get("base64", ""))
+        content = Image.from_base64(data) if binary.get("kind") == "image" else base64.b64decode(data)
+    elif mime == MemoryMimeType.JSON.value:
         try:
             content = json.loads(record.content)
         except ValueError:
@@ -376,19 +389,23 @@ def record_to_content(record: polymem.MemoryRecord, **scores: Any) -> MemoryCont
     return MemoryContent(content=content, mime_type=mime, metadata=metadata)
 
 
-def hit_to_content(hit: polymem.RecallHit) -> MemoryContent:
-    """A recall hit as `MemoryContent` with `score`, `relevance`, `similarity` in metadata."""
+def to_content(found: polymem.RecallHit | polymem.MemoryRecord) -> MemoryContent:
+    """A recall hit (with `score`, `relevance`, `similarity` in metadata) or a record as `MemoryContent`."""
+    if isinstance(found, polymem.MemoryRecord):
+        return record_to_content(found)
     return record_to_content(
-        hit.memory,
-        score=hit.score,
-        relevance=hit.relevance,
-        similarity=hit.similarity,
-        text_rank=hit.text_rank,
-        live_score=hit.live_score,
+        found.memory,
+        score=found.score,
+        relevance=found.relevance,
+        similarity=found.similarity,
+        text_rank=found.text_rank,
+        live_score=found.live_score,
     )
 
 
-def recall_message(hits: Sequence[polymem.RecallHit], now: datetime) -> RecalledMemoriesMessage:
-    """The system message listing recalled memories, best first, each with its category and age."""
+def recall_message(
+    found: Sequence[polymem.RecallHit | polymem.MemoryRecord], now: datetime, *, header: str = RECALL_HEADER
+) -> RecalledMemoriesMessage:
+    """The system message listing memories in the order given, each with its category and age."""
     return RecalledMemoriesMessage(content=polymem.render_memories(
-        hits, header=RECALL_HEADER, template="{rank}. [{category}, {age}] {content}", now=now))
+        found, header=header, template="{rank}. [{category}, {age}] {content}", now=now))

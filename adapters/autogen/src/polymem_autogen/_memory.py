@@ -62,10 +62,11 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
             not limited to it, so agents of one user share what they learn;
             pass `filter={"agent_id": ...}` for a private memory.
         session_id: the working-memory session `capture` writes to.
-        top_k: how many memories `update_context` and `query` return.
+        top_k: how many memories `update_context` and `query` return at most.
         min_relevance: recall hits less relevant than this (polymem's
-            `RecallHit.relevance`, 0..1) are not injected; None (the default)
-            keeps polymem's own rule of what is relevant, shared by every adapter.
+            `RecallHit.relevance`, 0..1) are not injected by `update_context`;
+            None (the default) keeps polymem's own rule of what is relevant,
+            shared by every adapter. `query` applies none (as `ListMemory`).
         query_messages: how many recent conversation messages form the query.
         category, filter: restrict recall (see polymem's filter syntax).
         source: the source recorded on `add` (polymem scores by source).
@@ -137,21 +138,28 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
         """Add one system message with the memories relevant to the recent messages; return them.
 
-        Nothing is added (and an empty result returned) when the context has
-        no text to query with or nothing recalled is relevant enough.
+        This is where polymem decides what reaches the prompt: only memories
+        it judges relevant (or above `min_relevance`) are added, and nothing
+        (an empty result) when none is. A context with no text yet has
+        nothing to judge by: it gets the `top_k` newest memories.
         """
         messages = await model_context.get_messages()
         recent = [
             text for m in messages if not isinstance(m, SystemMessage) and (text := _convert.message_text(m).strip())
         ][-self._settings.query_messages :]
-        if not recent:
+        if recent:
+            # Newest first: if the embedder truncates a long query, the oldest text goes.
+            found: list[Any] = await self._recall("\n".join(reversed(recent)))
+            header = _convert.RECALL_HEADER
+        else:
+            s = self._settings
+            found = list(await self._amem.list(user_id=self.user_id, category=s.category, filter=s.filter,
+                                               limit=s.top_k))
+            header = _convert.NEWEST_HEADER
+        if not found:
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
-        # Newest first: if the embedder truncates a long query, the oldest text goes.
-        hits = await self._recall("\n".join(reversed(recent)))
-        if not hits:
-            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
-        await model_context.add_message(_convert.recall_message(hits, self._now()))
-        return UpdateContextResult(memories=MemoryQueryResult(results=[_convert.hit_to_content(h) for h in hits]))
+        await model_context.add_message(_convert.recall_message(found, self._now(), header=header))
+        return UpdateContextResult(memories=MemoryQueryResult(results=[_convert.to_content(m) for m in found]))
 
     async def query(
         self,
@@ -159,21 +167,25 @@ class PolymemMemory(Memory, Component[PolymemMemoryConfig]):
         cancellation_token: CancellationToken | None = None,
         **kwargs: Any,
     ) -> MemoryQueryResult:
-        """Recall memories for `query`, best first; each result's metadata has `score` and `memory_id`.
+        """The `top_k` memories best matching `query`, best first (as many as the scope holds, up to `top_k`).
 
-        Keywords `top_k`, `category`, `filter` and `min_relevance` override the
-        memory's settings for this call.
+        Like `ListMemory.query`, it applies no relevance cut (`min_relevance=0`):
+        memories matching nothing come last. Each result's metadata has
+        `score` and `memory_id`. Keywords `top_k`, `category`, `filter` and
+        `min_relevance` override the memory's settings for this call.
         """
         text = query if isinstance(query, str) else _convert.content_to_save(query)[0]
+        kwargs.setdefault("min_relevance", 0.0)
         hits = await self._recall(text, **kwargs)
-        return MemoryQueryResult(results=[_convert.hit_to_content(h) for h in hits])
+        return MemoryQueryResult(results=[_convert.to_content(h) for h in hits])
 
     async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
         """Save `content` as a long-term memory of this memory's user (and agent).
 
-        Text, markdown and JSON are stored; the metadata keys `category`,
-        `source`, `importance` and `entities` set those polymem fields. Image
-        and binary content raise `polymem.InvalidInput` (a `ValueError`).
+        Text, markdown and JSON are stored as text; images and bytes whole
+        (base64 in metadata, under a text stand-in) and `query` returns them
+        as they were. The metadata keys `category`, `source`, `importance`
+        and `entities` set those polymem fields.
         """
         text, kwargs = _convert.content_to_save(content)
         kwargs.setdefault("source", self._settings.source)

@@ -279,10 +279,8 @@ def metadata_filter(filter: Mapping[str, Any] | None, root: str = "metadata") ->
             path = f"{prefix}.{key}"
             if isinstance(condition, Mapping) and condition and not any(str(k).startswith("$") for k in condition):
                 walk(path, condition)
-            elif isinstance(condition, (list, tuple)):
-                raise InvalidFilterError(f"filter on {key!r} compares scalars only; use {{'$in': [...]}}")
-            else:
-                out[path] = condition
+            else:  # a scalar, a list (equal to the whole list) or {operator: value}
+                out[path] = list(condition) if isinstance(condition, tuple) else condition
 
     walk(root, filter)
     return out

@@ -84,6 +84,13 @@ class LangChainEmbedder:
         return f"LangChainEmbedder({self._model_id!r})"
 
 
+def as_embeddings(embedder: Embedder | None) -> Embeddings | None:
+    """A polymem store's embedder as LangChain `Embeddings` (unwrapped if it wraps some; None stays None)."""
+    if embedder is None:
+        return None
+    return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
+
+
 def as_embedder(embeddings: Embeddings) -> Embedder:
     """The polymem `Embedder` behind LangChain `embeddings` (unwrapped if it is one of ours)."""
     return embeddings if isinstance(embeddings, PolymemEmbeddings) else LangChainEmbedder(embeddings)

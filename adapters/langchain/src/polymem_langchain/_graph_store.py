@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -26,6 +27,7 @@ from langgraph.store.base import (
 import polymem
 
 from ._convert import metadata_filter
+from ._embeddings import as_embeddings
 from ._stores import Forms, Plan, Store, call
 
 try:  # langgraph >= 1.1 validates labels of ops given straight to batch()
@@ -38,6 +40,10 @@ LG_KEY = "langgraph"
 """The memory metadata key under which an item's namespace, key and value live."""
 TEXT_FIELDS = ("content", "text", "memory", "data")
 """Value fields that become the memory's text when no `fields` are configured."""
+UNINDEXED = "unindexed"
+"""Set (true) in an item's `"langgraph"` metadata when it was put with `index=False`."""
+MAX_TOP_K = 1000
+"""The most memories one recall returns (polymem's `top_k` bound)."""
 
 
 def _ns(namespace: tuple[str, ...]) -> str:
@@ -84,6 +90,20 @@ class PolymemStore(BaseStore):
         self.source = source
         self.fields = fields
         self.ttl_config = ttl
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The polymem store's embedder as LangChain `Embeddings` (None for a store without a model)."""
+        return as_embeddings(self._forms.store.embedder)
+
+    @property
+    def index_config(self) -> dict[str, Any] | None:
+        """LangGraph's view of the search index: `embed` and `dims` of the polymem store's embedder,
+        `fields` the item text paths (None for a store without a model)."""
+        embedder = self._forms.store.embedder
+        if embedder is None:
+            return None
+        return {"dims": embedder.dimension, "embed": as_embeddings(embedder), "fields": self.fields or ["$"]}
 
     # -- translation -------------------------------------------------------------------------
     def _content(self, value: dict[str, Any], index: list[str] | bool | None) -> str:
@@ -162,17 +182,27 @@ class PolymemStore(BaseStore):
                                 "value": value}
         if op.ttl is not None:
             meta["ttl"] = op.ttl
+        if op.index is False:
+            meta[UNINDEXED] = True
         yield call("put", key, self._content(value, op.index), user_id=self.user_id, agent_id=self.agent_id,
                    category=self.category, source=self.source,
                    metadata={**(current.metadata if current is not None else {}), LG_KEY: meta},
                    expire_at=self._now() + timedelta(minutes=op.ttl) if op.ttl is not None else None)
 
-    def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
-        scope = self._scope_filter(op.namespace_prefix, op.filter)
+    def _search(self, op: SearchOp, scope: dict[str, Any]) -> Plan[list[SearchItem]]:
+        pairs: list[tuple[polymem.MemoryRecord, float | None]] = []
         if op.query:
-            hits = yield call("recall", op.query, user_id=self.user_id, top_k=op.offset + op.limit, filter=scope)
+            # Every item in scope, ranked by polymem (min_relevance=0), as LangGraph's stores return
+            # `limit` items whatever their similarity; items put with index=False come last, unscored.
+            indexed = {**scope, f"metadata.{LG_KEY}.{UNINDEXED}": {"$exists": False}}
+            hits = yield call("recall", op.query, user_id=self.user_id, top_k=min(op.offset + op.limit, MAX_TOP_K),
+                              filter=indexed, min_relevance=0)
             pairs = [(h.memory, h.score) for h in hits[op.offset:]]
-        else:
+            if len(pairs) < op.limit:
+                unindexed = {**scope, f"metadata.{LG_KEY}.{UNINDEXED}": True}
+                records = yield call("list", user_id=self.user_id, filter=unindexed, limit=op.limit - len(pairs))
+                pairs += [(r, None) for r in records if self._live(r)]
+        elif op.limit > 0:
             records = yield call("list", user_id=self.user_id, filter=scope, limit=op.limit, offset=op.offset)
             pairs = [(r, None) for r in records if self._live(r)]
         for record, _ in pairs:
@@ -189,20 +219,28 @@ class PolymemStore(BaseStore):
         return sorted(found)[op.offset: op.offset + op.limit]
 
     def _batch(self, ops: Iterable[Op]) -> Plan[list[Result]]:
-        results: list[Result] = []
-        for op in ops:
+        ops = list(ops)
+        writes = any(isinstance(op, PutOp) for op in ops)
+        scopes: dict[int, dict[str, Any]] = {}
+        for n, op in enumerate(ops):  # the whole batch is checked before any of it is applied
             validate_op_namespace(op)
+            if isinstance(op, SearchOp):
+                scopes[n] = self._scope_filter(op.namespace_prefix, op.filter)
+                if writes:  # the store judges the filter: ask it now, before a put is applied
+                    yield call("list", user_id=self.user_id, filter=scopes[n], limit=1)
+            elif not isinstance(op, (GetOp, PutOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        results: list[Result] = []
+        for n, op in enumerate(ops):
             if isinstance(op, GetOp):
                 results.append((yield from self._get(op)))
             elif isinstance(op, PutOp):
                 yield from self._put(op)
                 results.append(None)
             elif isinstance(op, SearchOp):
-                results.append((yield from self._search(op)))
-            elif isinstance(op, ListNamespacesOp):
-                results.append((yield from self._namespaces(op)))
+                results.append((yield from self._search(op, scopes[n])))
             else:
-                raise ValueError(f"Unknown operation type: {type(op)}")
+                results.append((yield from self._namespaces(op)))
         return results
 
     # -- LangGraph API -----------------------------------------------------------------------

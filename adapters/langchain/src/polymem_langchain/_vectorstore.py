@@ -22,7 +22,7 @@ from ._convert import (
     metadata_filter,
     record_to_document,
 )
-from ._embeddings import LangChainEmbedder, PolymemEmbeddings, as_embedder
+from ._embeddings import as_embedder, as_embeddings
 from ._stores import Forms, Plan, Store, call
 
 
@@ -31,7 +31,10 @@ class PolymemVectorStore(VectorStore):
 
     Documents are saved as memories of `user_id` (and `agent_id`,
     `session_id`) with their metadata; searches recall within `user_id`
-    (polymem's hybrid search, ranked by its score). Scores are polymem's
+    (polymem's hybrid search, ranked by its score) and return `k` documents
+    whenever the store holds `k`, as every vector store does. Search by vector
+    gives the cosine neighbours; MMR picks among polymem's candidates by their
+    stored vectors. Scores are polymem's
     final score in [0, 1], higher is better, so `similarity_score_threshold`
     retrievers work as usual. `filter` takes document metadata keys with
     `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains`.
@@ -60,10 +63,7 @@ class PolymemVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The store's embedder as LangChain `Embeddings` (None in lexical-only mode)."""
-        embedder = self._forms.store.embedder
-        if embedder is None:
-            return None
-        return embedder.embeddings if isinstance(embedder, LangChainEmbedder) else PolymemEmbeddings(embedder)
+        return as_embeddings(self._forms.store.embedder)
 
     # -- plans -------------------------------------------------------------------------------
     def _find(self, doc_id: str) -> Plan[polymem.MemoryRecord | None]:
@@ -120,12 +120,40 @@ class PolymemVectorStore(VectorStore):
                 docs.append(record_to_document(record))
         return docs
 
+    def _recall(self, query: str, k: int, kwargs: dict[str, Any]) -> Plan[list[polymem.RecallHit]]:
+        # min_relevance=0: k documents whenever the store holds k, as every LangChain vector store
+        # returns; polymem ranks them (its own relevance cut is for what it puts in a prompt).
+        hits = yield call("recall", query, user_id=self.user_id, top_k=k, category=kwargs.get("category"),
+                          filter=metadata_filter(kwargs.get("filter")), min_relevance=0)
+        return list(hits)
+
     def _search(self, query: str, k: int, kwargs: dict[str, Any]) -> Plan[list[tuple[Document, float]]]:
-        hits = yield call(
-            "recall", query, user_id=self.user_id, top_k=k, category=kwargs.get("category"),
-            filter=metadata_filter(kwargs.get("filter")),
-        )
-        return [(record_to_document(h.memory), h.score) for h in hits]
+        return [(record_to_document(h.memory), h.score) for h in (yield from self._recall(query, k, kwargs))]
+
+    def _nearest(self, embedding: Sequence[float], k: int,
+                 kwargs: dict[str, Any]) -> Plan[list[tuple[polymem.MemoryRecord, float]]]:
+        found = yield call("nearest", list(embedding), user_id=self.user_id, top_k=k, category=kwargs.get("category"),
+                           filter=metadata_filter(kwargs.get("filter")))
+        return list(found)
+
+    def _by_vector(self, embedding: Sequence[float], k: int, kwargs: dict[str, Any]) -> Plan[list[Document]]:
+        return [record_to_document(record) for record, _ in (yield from self._nearest(embedding, k, kwargs))]
+
+    def _mmr(self, query: str | None, embedding: Sequence[float] | None, k: int, fetch_k: int, lambda_mult: float,
+             kwargs: dict[str, Any]) -> Plan[list[Document]]:
+        """MMR over `fetch_k` candidates: polymem's recall for a query, its cosine neighbours for a vector."""
+        if query is not None:
+            hits = yield from self._recall(query, fetch_k, kwargs)
+            candidates = [(h.memory, h.similarity or 0.0) for h in hits]
+        else:
+            assert embedding is not None
+            candidates = yield from self._nearest(embedding, fetch_k, kwargs)
+        ids = [record.memory_id for record, _ in candidates]
+        stored = (yield call("vectors", ids)) if ids else {}
+        picked = polymem.maximal_marginal_relevance(
+            [similarity for _, similarity in candidates],
+            [stored.get(record.memory_id) for record, _ in candidates], k, lambda_mult)
+        return [record_to_document(candidates[i][0]) for i in picked]
 
     # -- LangChain API -----------------------------------------------------------------------
     def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
@@ -170,6 +198,37 @@ class PolymemVectorStore(VectorStore):
     async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         """Async `similarity_search`."""
         return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:
+        """The `k` documents whose stored vectors are nearest `embedding` by cosine (a vector of the store's model)."""
+        return self._forms.sync.run(self._by_vector(embedding, k, kwargs))
+
+    async def asimilarity_search_by_vector(self, embedding: list[float], k: int = 4,
+                                           **kwargs: Any) -> list[Document]:
+        """Async `similarity_search_by_vector`."""
+        return await self._forms.asynchronous.run(self._by_vector(embedding, k, kwargs))
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      **kwargs: Any) -> list[Document]:
+        """`k` of the `fetch_k` documents polymem recalls for `query`, picked for relevance and diversity.
+
+        `lambda_mult` runs from 0 (most diverse) to 1 (most relevant)."""
+        return self._forms.sync.run(self._mmr(query, None, k, fetch_k, lambda_mult, kwargs))
+
+    async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20,
+                                             lambda_mult: float = 0.5, **kwargs: Any) -> list[Document]:
+        """Async `max_marginal_relevance_search`."""
+        return await self._forms.asynchronous.run(self._mmr(query, None, k, fetch_k, lambda_mult, kwargs))
+
+    def max_marginal_relevance_search_by_vector(self, embedding: list[float], k: int = 4, fetch_k: int = 20,
+                                                lambda_mult: float = 0.5, **kwargs: Any) -> list[Document]:
+        """MMR over the `fetch_k` nearest neighbours of `embedding`."""
+        return self._forms.sync.run(self._mmr(None, embedding, k, fetch_k, lambda_mult, kwargs))
+
+    async def amax_marginal_relevance_search_by_vector(self, embedding: list[float], k: int = 4, fetch_k: int = 20,
+                                                       lambda_mult: float = 0.5, **kwargs: Any) -> list[Document]:
+        """Async `max_marginal_relevance_search_by_vector`."""
+        return await self._forms.asynchronous.run(self._mmr(None, embedding, k, fetch_k, lambda_mult, kwargs))
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda score: score  # polymem's score is already a relevance in [0, 1]

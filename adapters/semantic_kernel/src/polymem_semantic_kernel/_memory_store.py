@@ -31,40 +31,91 @@ RECORD_KEY = "sk_record"
 _PAGE = 10_000
 
 
+class GivenVectors:
+    """polymem's embedder for a store that holds the vectors Semantic Kernel hands it, as given.
+
+    Its vector space is named `model_id`; its dimension is that of the first
+    vector stored or searched (a vector of another dimension is then refused
+    by polymem with `DimensionMismatchError`). It embeds no text.
+    """
+
+    def __init__(self, model_id: str) -> None:
+        self._model_id = model_id
+        self._dimension: int | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        """The dimension of the first vector seen; 0 before any (no vector matches it)."""
+        return self._dimension or 0
+
+    def adopt(self, dimension: int) -> None:
+        """Take this dimension if none is known yet (that of the first vector seen)."""
+        if self._dimension is None:
+            self._dimension = dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise polymem.InvalidInput(
+            "this store keeps the vectors Semantic Kernel hands it and embeds no text: give every record an "
+            "embedding (SemanticTextMemory does), or open the store with an embedder and pass it in")
+
+
 class PolymemMemoryStore(MemoryStoreBase):
     """A `MemoryStoreBase` whose records are polymem memories.
 
     Existing `SemanticTextMemory` / `TextMemoryPlugin` code runs unchanged:
 
-        memory = SemanticTextMemory(storage=PolymemMemoryStore(store), embeddings_generator=service)
+        memory = SemanticTextMemory(storage=PolymemMemoryStore(), embeddings_generator=service)
+
+    `PolymemMemoryStore()` is an in-memory store, as `VolatileMemoryStore()`
+    is; `PolymemMemoryStore("sqlite:///memory.db")` (any polymem URL) keeps
+    the records. A store opened here holds the vectors Semantic Kernel hands
+    it exactly as given, of whatever dimension (`GivenVectors`, named
+    `vector_model`), searches them by cosine, and embeds nothing itself; it
+    is closed by `close()`.
 
     A collection is the metadata key `sk_collection`, a record's key is
     `sk_key`; its text is the memory's content (a reference record's
     description, or its id, when it has no text). Records belong to
     `user_id` / `agent_id` (None: shared), with `source` and `category`.
 
-    Semantic Kernel hands the store ready-made vectors, which polymem keeps
-    as they are: open the store with the same embedding model
-    (`polymem.open(url, embedder=SemanticKernelEmbedder(service))`) so that
-    its vector space is named correctly and polymem's own recall agrees.
-    Relevance is the cosine similarity, as in `VolatileMemoryStore`.
+    To share the records with other frameworks' recall, pass a store opened
+    with the same embedding service
+    (`PolymemMemoryStore(polymem.open(url, embedder=SemanticKernelEmbedder(service)))`):
+    the vectors Semantic Kernel hands over are then kept in that store's
+    vector space, and polymem's own recall embeds queries alike. Vectors of
+    another dimension than such a store's are refused (`DimensionMismatchError`).
+    Relevance is the cosine similarity, as in `VolatileMemoryStore`, and
+    `with_embedding(s)=True` returns each vector as it was given.
     """
 
     def __init__(
         self,
-        store: Any,
+        store: Any = None,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
         source: str = "import",
         category: str = "fact",
+        vector_model: str = "semantic-kernel",
     ) -> None:
-        self._store = store.to_async()  # any store: its async form
+        self._owned = store is None or isinstance(store, str)
+        self._space = GivenVectors(vector_model) if self._owned else None
+        opened = polymem.open(store or "memory://", embedder=self._space) if self._owned else store
+        self._store = opened.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id
         self._source = source
         self._category = category
         self._created: set[str] = set()
+
+    async def close(self) -> None:
+        """Close the store if this object opened it (a store passed in stays open)."""
+        if self._owned:
+            await self._store.close()
 
     # collections -------------------------------------------------------------------------
     async def create_collection(self, collection_name: str) -> None:
@@ -99,14 +150,18 @@ class PolymemMemoryStore(MemoryStoreBase):
         """Insert or replace records (one batched save); returns their keys."""
         await self._require(collection_name)
         keys = [record._id for record in records]
-        for old in await self._by_keys(collection_name, keys):
+        replaced = await self._by_keys(collection_name, keys)
+        given = [r for r in records if r._embedding is not None] if self._store.embedder is not None else []
+        if given:
+            vectors = [np.asarray(r._embedding, dtype=float).reshape(-1) for r in given]
+            if self._space is not None:
+                self._space.adopt(len(vectors[0]))
+            await self._save(collection_name, given, [v.tolist() for v in vectors])
+        # Records without an embedding (or for a lexical-only store): the store embeds them, if it can.
+        if rest := [r for r in records if not any(r is g for g in given)]:
+            await self._save(collection_name, rest, None)
+        for old in replaced:  # after the new records are in: a refused record replaces nothing
             await self._store.delete(old.memory_id)
-        drafts = [self._draft(collection_name, record) for record in records]
-        vectors = None
-        if self._store.embedder is not None and all(record._embedding is not None for record in records):
-            vectors = [np.asarray(record._embedding, dtype=float).reshape(-1).tolist() for record in records]
-        await self._store.save_many(drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors,
-                        idempotency_keys=[f"sk:{collection_name}:{key}:{uuid.uuid4()}" for key in keys])
         for record, key in zip(records, keys):
             record._key = key
         return keys
@@ -170,6 +225,13 @@ class PolymemMemoryStore(MemoryStoreBase):
         return matches[0] if matches else None
 
     # translation ----------------------------------------------------------------------------
+    async def _save(self, collection_name: str, records: list[MemoryRecord], vectors: list[list[float]] | None) -> None:
+        drafts = [self._draft(collection_name, record) for record in records]
+        # A key per save: the same text under two keys stays two records (a keyless save of the
+        # same content in the same scope would return the memory already stored).
+        await self._store.save_many(drafts, user_id=self._user_id, agent_id=self._agent_id, vectors=vectors,
+                                    idempotency_keys=[f"sk:{collection_name}:{r._id}:{uuid.uuid4()}" for r in records])
+
     def _draft(self, collection_name: str, record: MemoryRecord) -> polymem.MemoryDraft:
         timestamp = record._timestamp.isoformat() if isinstance(record._timestamp, datetime) else None
         fields = {
@@ -180,6 +242,8 @@ class PolymemMemoryStore(MemoryStoreBase):
             "external_source_name": record._external_source_name,
             "is_reference": record._is_reference,
             "timestamp": timestamp,
+            # polymem keeps vectors normalised: the norm gives the vector back as it was given
+            "norm": None if record._embedding is None else float(np.linalg.norm(record._embedding)),
         }
         return polymem.MemoryDraft(
             content=record._text or record._description or record._id,
@@ -220,6 +284,8 @@ class PolymemMemoryStore(MemoryStoreBase):
                 "(e.g. polymem.open(url, embedder=SemanticKernelEmbedder(service)))"
             )
         vector = np.asarray(embedding, dtype=float).reshape(-1).tolist()
+        if self._space is not None:
+            self._space.adopt(len(vector))
         return await self._store.nearest(  # type: ignore[no-any-return]
             vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
             filter={f"metadata.{COLLECTION_KEY}": collection_name})
@@ -240,7 +306,7 @@ def to_sk_record(memory: polymem.MemoryRecord, embedding: np.ndarray | None = No
         description=fields.get("description"),
         text=fields.get("text", memory.content),
         additional_metadata=fields.get("additional_metadata"),
-        embedding=None if embedding is None else np.asarray(embedding, dtype=float),
+        embedding=None if embedding is None else np.asarray(embedding, dtype=float) * (fields.get("norm") or 1.0),
         key=memory.metadata.get(KEY_KEY),
         timestamp=datetime.fromisoformat(timestamp) if timestamp else None,
     )

@@ -10,6 +10,7 @@ from typing import Any
 from semantic_kernel.agents import ChatHistoryAgentThread
 from semantic_kernel.contents.chat_history import ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.history_reducer.chat_history_reducer import ChatHistoryReducer
 from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.exceptions.agent_exceptions import AgentThreadOperationException
 
@@ -31,6 +32,11 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         thread = PolymemChatHistoryAgentThread(store, user_id="alice", thread_id="support-42")
         reply = await agent.get_response(messages="Hello", thread=thread)
 
+    `chat_history` works as in `ChatHistoryAgentThread`: its messages seed a
+    session that has never held a message, and a `ChatHistoryReducer`
+    (truncation, summarization) reduces the stored window when `reduce()` is
+    called, writing the reduced messages back to the session.
+
     `max_tokens=None` (the default) keeps every message in the window and
     leaves reduction to Semantic Kernel; give a number to let polymem bound
     the window by tokens (`overflow="summarize"` folds the oldest messages
@@ -45,6 +51,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         store: Any,
         *,
         user_id: str,
+        chat_history: ChatHistory | None = None,
         thread_id: str | None = None,
         agent_id: str | None = None,
         max_tokens: int | None = None,
@@ -52,7 +59,9 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         **session_options: Any,
     ) -> None:
         thread_id = thread_id or f"thread_{uuid.uuid4().hex}"
-        super().__init__(chat_history=None, thread_id=thread_id)
+        super().__init__(chat_history=chat_history, thread_id=thread_id)
+        # semantic-kernel 1.28 kept `chat_history or ChatHistory()`: an empty reducer was replaced
+        self._chat_history = chat_history if chat_history is not None else ChatHistory()
         self._id = thread_id  # semantic-kernel 1.28 kept it in `_thread_id` until create(); the session needs it now
         self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
@@ -61,6 +70,7 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         self._consolidate_on_delete = consolidate_on_delete
         self._session_options = session_options
         self._session: Any = None
+        self._seed = list(chat_history.messages) if chat_history is not None else []
 
     @property
     def user_id(self) -> str:
@@ -76,13 +86,17 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         if self._session is None:
             if self._id is None:
                 raise AgentThreadOperationException("The thread has been deleted.")
-            self._session = self._store.session(
+            session = self._store.session(
                 self._id,
                 user_id=self._user_id,
                 agent_id=self._agent_id,
                 max_tokens=self._max_tokens,
                 **self._session_options,
             )
+            if self._seed and not await session.info():
+                await session.add_messages(_convert.to_polymem_all(self._seed))
+            self._seed = []
+            self._session = session
         return self._session
 
     @override
@@ -126,13 +140,31 @@ class PolymemChatHistoryAgentThread(ChatHistoryAgentThread):
         session = await self.session()
         stored = await session.messages()
         messages = _convert.from_polymem_all(stored)
-        self._chat_history = ChatHistory(messages=list(messages))
+        self._chat_history.replace(messages)
         for message in messages:
             yield message
 
     @override
     async def reduce(self) -> ChatHistory | None:
-        """polymem bounds the window itself (`max_tokens`); nothing to reduce here."""
+        """Reduce the stored window with the thread's `ChatHistoryReducer`, if it has one.
+
+        The reducer sees the session's window; what it returns replaces the
+        window in the session (the transcript keeps every message). Returns
+        the reducer, or None when there is no reducer or nothing to reduce.
+        """
         if self._id is None:
             raise AgentThreadOperationException("Cannot reduce chat history, since the thread is not currently active.")
-        return None
+        if not isinstance(self._chat_history, ChatHistoryReducer):
+            return None
+        session = await self.session()
+        stored = await session.messages()
+        read = _convert.from_polymem_all(stored)
+        self._chat_history.replace(read)
+        reduced = await self._chat_history.reduce()
+        if reduced is None:
+            return None
+        # Messages the reducer kept are the stored ones (same ids: only the rest leave the window);
+        # what it wrote (a summary) is new.
+        kept = {id(message): original for message, original in zip(read, stored)}
+        await session.replace([kept.get(id(m)) or _convert.to_polymem(m) for m in reduced.messages])
+        return reduced

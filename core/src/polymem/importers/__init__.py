@@ -20,6 +20,8 @@ Formats (`FORMATS`), read directly from their files, no framework needed:
 | `langchain-sql` | SQLite file with `SQLChatMessageHistory`'s table | one session per `session_id` |
 | `autogen-state` | `agent.save_state()` / `team.save_state()` JSON | one session per assistant agent's model context |
 | `semantic-kernel-chat-history` | `ChatHistory.serialize()` JSON | one session |
+| `agent-framework-session` | `AgentSession.to_dict()` JSON (in-memory history) | one session per history provider |
+| `agent-framework-file-history` | a `FileHistoryProvider` JSON Lines file | one session (`session_id`, else the file name) |
 | `autogen-list-memory` | `ListMemory.dump_component()` JSON | long-term memories |
 | `mem0` | mem0 `Memory.get_all()` JSON | long-term memories, with their times |
 | `polymem-snapshot` | a polymem JSONL snapshot | `Memory.import_snapshot` |

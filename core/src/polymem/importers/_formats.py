@@ -12,7 +12,14 @@ from typing import Any
 
 from .._errors import InvalidInput
 from .._models import Message
-from ._messages import UnsupportedMessage, from_autogen, from_langchain, from_llamaindex, from_semantic_kernel
+from ._messages import (
+    UnsupportedMessage,
+    from_agent_framework,
+    from_autogen,
+    from_langchain,
+    from_llamaindex,
+    from_semantic_kernel,
+)
 
 
 @dataclass
@@ -196,6 +203,44 @@ def semantic_kernel_chat_history(path: Path, options: Options) -> Parsed:
     return parsed
 
 
+def agent_framework_session(path: Path, options: Options) -> Parsed:
+    """An Agent Framework `AgentSession.to_dict()` as JSON: the messages its history providers keep in
+    the session state (`InMemoryHistoryProvider`: `state[source_id]["messages"]`) become the session
+    `<session_id>` (one provider) or `<session_id>/<source_id>`."""
+    data = _load_json(path)
+    state = data.get("state") if isinstance(data, dict) else None
+    if not isinstance(state, dict) or not isinstance(data.get("session_id"), str):
+        raise InvalidInput(f"{path}: not an Agent Framework session (no 'session_id' and 'state')")
+    histories = [(source, value["messages"]) for source, value in state.items()
+                 if isinstance(value, dict) and isinstance(value.get("messages"), list)]
+    parsed = Parsed()
+    base = options.session_id or data["session_id"]
+    for source, entries in histories:
+        session_id = base if len(histories) == 1 else f"{base}/{source}"
+        messages = _messages(entries, from_agent_framework, f"history {source!r}", parsed)
+        parsed.sessions.append(SessionData(session_id, _user(options, None, "an Agent Framework session"),
+                                           options.agent_id, messages))
+    return parsed
+
+
+def agent_framework_file_history(path: Path, options: Options) -> Parsed:
+    """A `FileHistoryProvider` session file (JSON Lines, one `Message.to_dict()` a line): one session,
+    `session_id`, else the file name."""
+    entries = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{path}:{n}: not a JSON Lines history file ({exc})") from None
+    parsed = Parsed()
+    session_id = options.session_id or path.stem
+    messages = _messages(entries, from_agent_framework, f"history {session_id!r}", parsed)
+    parsed.sessions.append(SessionData(session_id, _user(options, None, "an Agent Framework history file"),
+                                       options.agent_id, messages))
+    return parsed
+
+
 # -- long-term memories -------------------------------------------------------------------------
 
 _RESERVED = ("category", "source", "importance", "entities")
@@ -279,6 +324,8 @@ def mem0(path: Path, options: Options) -> Parsed:
 
 
 READERS: dict[str, Callable[[Path, Options], Parsed]] = {
+    "agent-framework-file-history": agent_framework_file_history,
+    "agent-framework-session": agent_framework_session,
     "autogen-list-memory": autogen_list_memory,
     "autogen-state": autogen_state,
     "langchain-json": langchain_json,

@@ -4,8 +4,8 @@ Each function reads one framework's own JSON form of a message and writes the
 `Message` that framework's polymem adapter writes for it: the neutral fields
 other frameworks read (role, text, name, tool calls, tool call id, parts) plus
 the framework-only fields under the adapter's metadata key (`"langchain"`,
-`"llama_index"`, `"autogen"`, `"semantic_kernel"`), so the adapter reads an
-imported message back as the message that was persisted.
+`"llama_index"`, `"autogen"`, `"semantic_kernel"`, `"agent_framework"`), so the
+adapter reads an imported message back as the message that was persisted.
 """
 
 from __future__ import annotations
@@ -219,3 +219,61 @@ def from_semantic_kernel(data: Mapping[str, Any]) -> Message:
     metadata["semantic_kernel"] = sk
     return Message(role=str(data["role"]), content="\n".join(texts), name=data.get("name"), tool_calls=tuple(calls),
                    tool_call_id=results[0].get("id") if results else None, parts=tuple(parts), metadata=metadata)
+
+
+# -- Microsoft Agent Framework (`Message.to_dict()`: `AgentSession.to_dict()`, `FileHistoryProvider`) -
+
+AGENT_FRAMEWORK_PART = "$part"
+"""In `metadata["agent_framework"]["contents"]`, a content stored as `parts[i]` is `{"$part": i}`."""
+FOREIGN_PARTS_KEY = "polymem_parts"
+"""Parts another framework wrote wait under this key of an Agent Framework message's `additional_properties`."""
+
+
+def from_agent_framework(data: Mapping[str, Any]) -> Message:
+    """One Agent Framework `Message.to_dict()` (what its session and file history providers persist).
+
+    Text contents give the text, function calls the tool calls, the first function result the
+    `tool_call_id` (its result is the text when there is no text), and every other content (data,
+    URIs, usage, errors, hosted files, …) a part. The ordered contents are kept under
+    `metadata["agent_framework"]` (with `message_id`), `additional_properties` beside it.
+    This is also how `polymem_agent_framework` writes a message, so both read back alike.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("role"), str) or data.get("type", "message") != "message":
+        raise UnsupportedMessage("not an Agent Framework message (no role)")
+    layout: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[Mapping[str, Any]] = []
+    for content in data.get("contents") or ():
+        kind = content.get("type")
+        if kind == "text":
+            texts.append(str(content.get("text") or ""))
+            layout.append(dict(content))
+        elif kind == "function_call":
+            calls.append(ToolCall(id=str(content.get("call_id") or ""), name=str(content.get("name") or ""),
+                                  arguments=_args_text(content.get("arguments"))))
+            layout.append(dict(content))
+        elif kind == "function_result":
+            results.append(content)
+            layout.append(dict(content))
+        else:
+            layout.append({AGENT_FRAMEWORK_PART: len(parts)})
+            parts.append(dict(content))
+    if not texts and results:
+        texts = [_result_text(result.get("result")) for result in results]
+    metadata = dict(data.get("additional_properties") or {})
+    parts.extend(metadata.pop(FOREIGN_PARTS_KEY, None) or ())
+    own: dict[str, Any] = {"contents": layout}
+    if data.get("message_id") is not None:
+        own["message_id"] = data["message_id"]
+    metadata["agent_framework"] = own
+    call_id = results[0].get("call_id") if results else None
+    return Message(role=data["role"], content="\n".join(texts), name=data.get("author_name"), tool_calls=tuple(calls),
+                   tool_call_id=str(call_id) if call_id else None, parts=tuple(parts), metadata=metadata)
+
+
+def _result_text(result: Any) -> str:
+    if result is None:
+        return ""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)

@@ -29,7 +29,14 @@ from .. import operations as ops
 from .._errors import InvalidInput, NotFoundError, PolymemError
 from .._models import MemoryRecord, RecallResult
 from ..operations import OPERATIONS, Operation
-from ._errors import PayloadTooLargeError, RequestTimeoutError, ServiceUnavailableError, status_for
+from ._errors import (
+    PayloadTooLargeError,
+    RateLimitedError,
+    RequestTimeoutError,
+    ServiceUnavailableError,
+    status_for,
+)
+from ._limits import MAX_EMBED_CHARS, RateLimiter
 from ._metrics import Metrics
 from ._service import Context, Service
 
@@ -87,6 +94,7 @@ _ERROR_TEXT = {
     413: "payload_too_large",
     422: "invalid_input and its subclasses (naive_datetime, empty_content, content_too_large, invalid_filter, "
          "dimension_mismatch, content_rejected, snapshot_error)",
+    429: "rate_limited: the token's request budget is spent (see Retry-After)",
     500: "internal error",
     503: "unavailable / store_closed: shutting down",
     504: "timeout: the server gave up waiting (a write in flight still completes)",
@@ -94,7 +102,7 @@ _ERROR_TEXT = {
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    base = (401, 403, 422, 500, 503, 504)  # 422: a malformed header or path parameter, too
+    base = (401, 403, 422, 429, 500, 503, 504)  # 422: a malformed header or path parameter, too
     return {s: {"model": ErrorOut, "description": _ERROR_TEXT[s]} for s in sorted({*base, *statuses})}
 
 
@@ -211,13 +219,15 @@ LONG_PATHS = ("/v1/memory/export", "/v1/memory/import", "/v1/memory/consolidate"
 
 
 class Limits:
-    """Pure ASGI middleware: request id, body size limit, timeout, metrics, refusal while closing."""
+    """Pure ASGI middleware: request id, body size limit, per-token rate limit, timeout, metrics,
+    refusal while closing; a request whose client went away is cancelled."""
 
     def __init__(self, app: ASGIApp, service: Service, metrics: Metrics, *, max_body_bytes: int,
-                 max_import_bytes: int, timeout: float, long_timeout: float) -> None:
+                 max_import_bytes: int, timeout: float, long_timeout: float, limiter: RateLimiter | None) -> None:
         self.app, self.service, self.metrics = app, service, metrics
         self.max_body, self.max_import = max_body_bytes, max_import_bytes
         self.timeout, self.long_timeout = timeout, long_timeout
+        self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -231,15 +241,20 @@ class Limits:
         started, status = False, 500
         start = time.perf_counter()
 
+        answered = asyncio.Event()
+
         async def send_wrapper(message: dict[str, Any]) -> None:
             nonlocal started, status
             if message["type"] == "http.response.start":
                 started, status = True, message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", rid.encode("latin-1"))]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                answered.set()
             await send(message)
 
         received = 0
+        body_read = asyncio.Event()
 
         async def receive_wrapper() -> Any:
             nonlocal received
@@ -248,11 +263,14 @@ class Limits:
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise _TooLarge()
+                if not message.get("more_body"):
+                    body_read.set()
             return message
 
-        async def fail(exc: PolymemError) -> None:
+        async def fail(exc: PolymemError, headers: dict[str, str] | None = None) -> None:
             if not started:
                 response = _error(exc, rid)
+                response.headers.update(headers or {})
                 await response(scope, receive, cast(Any, send_wrapper))
 
         self.metrics.inflight += 1
@@ -262,11 +280,16 @@ class Limits:
                 await fail(PayloadTooLargeError(f"the body exceeds {limit} bytes"))
             elif self.service.closing and (path.startswith("/v1/") or path == "/mcp"):
                 await fail(ServiceUnavailableError("the service is shutting down"))
+            elif (wait := self._wait(scope, headers, declared)) > 0:
+                self.metrics.event("rate_limited", path)
+                await fail(RateLimitedError(f"this token's request budget is spent; retry in {wait:.1f} s"),
+                           {"retry-after": RateLimiter.retry_after(wait)})
             elif path == "/mcp" and scope["method"] == "GET":  # an MCP session's event stream stays open
                 await self.app(scope, receive_wrapper, send_wrapper)
             else:
                 timeout = self.long_timeout if path in LONG_PATHS else self.timeout
-                await asyncio.wait_for(self.app(scope, receive_wrapper, send_wrapper), timeout)
+                await _unless_gone(asyncio.wait_for(self.app(scope, receive_wrapper, send_wrapper), timeout),
+                                   receive, body_read, answered)
         except _TooLarge:
             await fail(PayloadTooLargeError(f"the body exceeds {limit} bytes"))
         except asyncio.TimeoutError:
@@ -278,10 +301,54 @@ class Limits:
                                  time.perf_counter() - start)
 
 
+    def _wait(self, scope: Scope, headers: dict[bytes, bytes], declared: bytes | None) -> float:
+        """Seconds this caller must wait before this request (0: it goes ahead, its cost taken)."""
+        path = scope["path"]
+        if self.limiter is None or not (path.startswith("/v1/") or path == "/mcp"):
+            return 0.0
+        size = int(declared) if declared is not None and declared.isdigit() and path != "/v1/memory/import" else 0
+        client = scope.get("client")
+        caller = RateLimiter.caller(headers.get(b"authorization"), client[0] if client else None)
+        return self.limiter.take(caller, RateLimiter.cost(size))
+
+
+async def _unless_gone(work: Awaitable[None], receive: Any, body_read: asyncio.Event,
+                       answered: asyncio.Event) -> None:
+    """Run a request; cancel it if its client disconnects before the answer is sent (a shielded
+    write still completes)."""
+    task = asyncio.ensure_future(work)
+
+    async def client_gone() -> None:
+        await body_read.wait()
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if answered.is_set():  # a server reports "disconnect" once the response is complete, too
+            await asyncio.Event().wait()
+
+    watcher = asyncio.ensure_future(client_gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()  # the client is gone (or this request was cancelled): stop its work
+    try:
+        await task
+    except asyncio.CancelledError:
+        if watcher.done() and not watcher.cancelled():
+            return  # nobody is left to answer
+        raise
+
+
 # -- the app ----------------------------------------------------------------------------------
 def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_bytes: int = 256 << 20,
-               timeout: float = 30.0, long_timeout: float = 600.0, mcp: bool = True) -> FastAPI:
-    """The FastAPI app of the polymem service over `service` (with MCP at `/mcp` if `mcp` is installed)."""
+               timeout: float = 30.0, long_timeout: float = 600.0, mcp: bool = True,
+               rate: float | None = None, burst: float = 200.0, max_embed_chars: int = MAX_EMBED_CHARS) -> FastAPI:
+    """The FastAPI app of the polymem service over `service` (with MCP at `/mcp` if `mcp` is installed).
+
+    `rate`/`burst`: each token's request budget in units per second (a request costs one unit
+    plus one per KiB of body; None: unlimited); `max_embed_chars`: the most text one `/v1/embed`
+    request may ask to embed (see docs/limits.md)."""
     metrics = Metrics()
 
     mcp_endpoint = _mcp_endpoint(service) if mcp else None
@@ -297,7 +364,8 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
                   description="One memory for every agent framework. Errors are JSON bodies with a stable `code`.")
     app.state.service, app.state.metrics = service, metrics
     app.add_middleware(cast(Any, Limits), service=service, metrics=metrics, max_body_bytes=max_body_bytes,
-                       max_import_bytes=max_import_bytes, timeout=timeout, long_timeout=long_timeout)
+                       max_import_bytes=max_import_bytes, timeout=timeout, long_timeout=long_timeout,
+                       limiter=None if rate is None else RateLimiter(rate, burst))
     bearer = HTTPBearer(auto_error=False, description="A polymem token: `polymem token create`.")
 
     @app.exception_handler(PolymemError)
@@ -362,6 +430,9 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
 
     @app.post("/v1/embed", response_model=VectorsOut, responses=errors(*BODY), tags=["meta"])
     async def embed(body: EmbedIn, ctx: Ctx) -> Response:
+        chars = sum(len(t) for t in body.texts)
+        if chars > max_embed_chars:
+            raise PayloadTooLargeError(f"{chars} characters to embed; one request may ask for {max_embed_chars}")
         model, vectors = await service.embed(ctx, body.texts)
         return _json({"model_id": model, "vectors": vectors})
 

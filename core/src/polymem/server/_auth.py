@@ -56,6 +56,13 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX audit_memory ON audit(memory_id)
     """,
+    # 2: keyed audit: a MAC per entry and signed checkpoints of the head (see _audit.py)
+    """
+    ALTER TABLE audit ADD COLUMN mac TEXT;
+    CREATE TABLE audit_checkpoints (
+        seq INTEGER NOT NULL, hash TEXT NOT NULL, at TEXT NOT NULL, mac TEXT NOT NULL
+    )
+    """,
 ]
 
 

@@ -5,6 +5,7 @@ PolymemError
 ├── AuthenticationError                  401 unauthenticated
 ├── RequestTimeoutError                  504 timeout
 ├── ServiceUnavailableError              503 unavailable (transport failures, shutting down)
+├── RateLimitedError                     429 rate_limited (with Retry-After)
 └── InvalidInput
     └── PayloadTooLargeError             413 payload_too_large
 ```
@@ -19,7 +20,8 @@ from __future__ import annotations
 from .. import _errors as core
 from .._errors import ContentRejectedError, InvalidInput, PermissionDeniedError, PolymemError, SourceBlockedError
 
-__all__ = ["STATUS", "AuthenticationError", "ContentRejectedError", "PayloadTooLargeError", "RequestTimeoutError",
+__all__ = ["STATUS", "AuthenticationError", "ContentRejectedError", "PayloadTooLargeError", "RateLimitedError",
+           "RequestTimeoutError",
            "ServiceUnavailableError", "SourceBlockedError", "error_type", "status_for"]
 
 
@@ -41,6 +43,12 @@ class ServiceUnavailableError(PolymemError):
     code = "unavailable"
 
 
+class RateLimitedError(PolymemError):
+    """The caller's token spent its request budget; `Retry-After` says when to come back."""
+
+    code = "rate_limited"
+
+
 class PayloadTooLargeError(InvalidInput):
     """The request body exceeded the service's size limit."""
 
@@ -56,10 +64,13 @@ STATUS: dict[type[PolymemError], int] = {
     core.ReembedRequiredError: 409,
     core.SnapshotError: 422,
     core.StoreClosedError: 503,
+    core.ReadOnlyStoreError: 409,
+    core.StoreUnreadableError: 500,
     ServiceUnavailableError: 503,
     core.PermissionDeniedError: 403,
     AuthenticationError: 401,
     RequestTimeoutError: 504,
+    RateLimitedError: 429,
     core.MissingDependencyError: 500,
 }
 
@@ -90,6 +101,6 @@ def error_type(code: str | None, status: int) -> type[PolymemError]:
     if found is not None:
         return found
     by_status = {401: AuthenticationError, 403: PermissionDeniedError, 404: core.NotFoundError,
-                 409: core.VersionConflictError, 413: PayloadTooLargeError, 422: InvalidInput,
+                 409: core.VersionConflictError, 413: PayloadTooLargeError, 422: InvalidInput, 429: RateLimitedError,
                  503: ServiceUnavailableError, 504: RequestTimeoutError}
     return by_status.get(status, PolymemError)

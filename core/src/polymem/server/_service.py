@@ -55,6 +55,10 @@ class Context:
         return self.grant.namespace
 
 
+# /v1/embed embeds this many texts per step: an abandoned request stops after the step under way.
+EMBED_CHUNK = 4
+
+
 class Service:
     """polymem as a multi-tenant service (see the module docstring)."""
 
@@ -113,6 +117,7 @@ class Service:
         for store in list(self._stores.values()):
             await store.close()
         self._stores.clear()
+        await asyncio.to_thread(self.audit.checkpoint)  # sign the head the last requests left
 
     def close_sync(self) -> None:
         self.db.close()
@@ -246,7 +251,9 @@ class Service:
         embedder = self.store(ctx.namespace).embedder
         if embedder is None:
             raise InvalidInput("the service runs without an embedder (lexical-only mode)")
-        vectors = await asyncio.to_thread(embedder.embed, list(texts))
+        vectors: builtins.list[Any] = []
+        for start in range(0, len(texts), EMBED_CHUNK):  # cancelled between chunks if the request is abandoned
+            vectors += await asyncio.to_thread(embedder.embed, list(texts[start:start + EMBED_CHUNK]))
         return embedder.model_id, [[float(x) for x in v] for v in vectors]
 
     async def nearest(self, ctx: Context, op: ops.Nearest) -> NearestResult:

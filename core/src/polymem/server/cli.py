@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from .._errors import PolymemError
+from ._limits import MAX_EMBED_CHARS
 
 
 def _store_url(url: str | None) -> str:
@@ -75,8 +76,14 @@ class _Errors(click.Group):
 @click.option("--timeout", default=30.0, show_default=True, type=float, help="Per-request timeout in seconds.")
 @click.option("--graceful-timeout", default=30.0, show_default=True, type=float,
               help="Seconds to finish in-flight requests on SIGTERM/SIGINT before closing.")
+@click.option("--rate", default=20.0, show_default=True, type=float,
+              help="Each token's budget refill, units/s (a request costs 1 + 1 per KiB of body); 0: unlimited.")
+@click.option("--burst", default=200.0, show_default=True, type=float, help="Each token's budget when full, units.")
+@click.option("--max-embed-chars", default=MAX_EMBED_CHARS, show_default=True, type=int,
+              help="The most text one /v1/embed request may ask to embed.")
 def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
-          on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float) -> None:
+          on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float,
+          rate: float, burst: float, max_embed_chars: int) -> None:
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
     import uvicorn
 
@@ -88,7 +95,8 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
     policy = WritePolicy() if on_flag == "default" else WritePolicy.everywhere(on_flag)
     service = Service(store_url, auth_db=auth_db, auth=not no_auth, policy=policy,
                       embedder=None if no_embedder else "auto")
-    app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout)
+    app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout,
+                     rate=rate or None, burst=burst, max_embed_chars=max_embed_chars)
     click.echo(f"polymem serving {store_url} on http://{host}:{port} (auth {'off' if no_auth else 'on'})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=int(graceful_timeout))
 
@@ -103,7 +111,9 @@ def _open_auth(url: str | None, auth_db: str | None) -> Any:
     from ._auth import AuthStore, Database
 
     db = Database(_auth_db(url, auth_db))
-    return AuthStore(db), AuditLog(db)
+    log = AuditLog(db)
+    click.get_current_context().call_on_close(log.checkpoint)  # the command's end is a shutdown: sign the head
+    return AuthStore(db), log
 
 
 def _open_store(url: str | None, namespace: str) -> Any:
@@ -196,21 +206,42 @@ def audit() -> None:
 
 @audit.command("verify")
 @_common
-@click.option("--anchor", default=None, help="A head hash saved earlier: also detects entries cut from the end.")
+@click.option("--anchor", default=None,
+              help="A file `polymem audit anchor` wrote (or a head hash saved earlier): also detects entries cut "
+                   "from the end and a chain recomputed since.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def audit_verify(url: str | None, auth_db: str | None, anchor: str | None, as_json: bool) -> None:
-    """Re-hash the whole chain; exit status 1 if an entry was edited, removed or reordered."""
-    _, log = _open_auth(url, auth_db)
+    """Re-hash the whole chain and check its MACs, checkpoints and anchor; exit status 1 on any problem."""
+    from pathlib import Path
+
+    from ._audit import AuditLog
+    from ._auth import Database
+
+    path = _auth_db(url, auth_db)
+    log = AuditLog(Database(path), create_key=False)  # a missing key is reported, never replaced
+    if anchor is not None and Path(anchor).is_file():
+        anchor = Path(anchor).read_text().strip().splitlines()[-1]  # the newest head the file holds
     report = log.verify(anchor)
     if as_json:
         _echo_json(report.to_dict())
     elif report.ok:
-        click.echo(f"ok: {report.entries} entries, head {report.head}")
+        keyed = f", MACs and {report.checkpoints} checkpoints checked" if report.keyed else ", no audit key"
+        click.echo(f"ok: {report.entries} entries, head {report.head}{keyed}")
     else:
         for seq, problem in report.problems:
             click.echo(f"entry {seq}: {problem}")
     if not report.ok:
         sys.exit(1)
+
+
+@audit.command("anchor")
+@_common
+@click.option("--output", "-o", default="-", show_default=True, type=click.File("a"),
+              help="Append the signed head to this file (an external log); - prints it.")
+def audit_anchor(url: str | None, auth_db: str | None, output: Any) -> None:
+    """Export the signed head of the audit log ({"seq", "hash", "at", "mac"}) for `audit verify --anchor`."""
+    _, log = _open_auth(url, auth_db)
+    output.write(json.dumps(log.anchor()) + "\n")
 
 
 @audit.command("show")

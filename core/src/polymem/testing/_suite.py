@@ -238,6 +238,28 @@ class MemoryConformance:
                                 filter={"created_at": {"$lt": start + timedelta(hours=5)}, "metadata.n": {"$gte": 2}}))
         assert sorted(h.memory.metadata["n"] for h in early) == [2, 3, 4]
 
+    def test_metadata_filter_compares_a_whole_list_or_object(self, mem: Any) -> None:
+        call(mem.save("Draft one", user_id="ann", metadata={"tags": ["draft"], "who": {"b": 2, "a": 1}}))
+        call(mem.save("Final one", user_id="ann", metadata={"tags": ["draft", "final"]}))
+        call(mem.save("Plain one", user_id="ann", metadata={"tags": "['draft']"}))
+        listed = call(mem.list(user_id="ann", filter={"metadata.tags": ["draft"]}))
+        assert [r.content for r in listed] == ["Draft one"]
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.who": {"$eq": {"a": 1, "b": 2}}}))
+                ] == ["Draft one"]
+        others = call(mem.list(user_id="ann", filter={"metadata.tags": {"$ne": ["draft"]}}))
+        assert sorted(r.content for r in others) == ["Final one", "Plain one"]
+
+    def test_metadata_filter_takes_integers_beyond_64_bits(self, mem: Any) -> None:
+        call(mem.save("Priced", user_id="ann", metadata={"price": 10}))
+        assert len(call(mem.list(user_id="ann", filter={"metadata.price": {"$lt": 10**100}}))) == 1
+        assert call(mem.list(user_id="ann", filter={"metadata.price": {"$gt": -(10**100), "$lt": 5}})) == []
+
+    def test_metadata_filter_keys_may_hold_spaces(self, mem: Any) -> None:
+        call(mem.save("Spaced", user_id="ann", metadata={"first name": "Ann"}))
+        assert [r.content for r in call(mem.list(user_id="ann", filter={"metadata.first name": "Ann"}))] == ["Spaced"]
+        with pytest.raises(InvalidFilterError, match="Invalid filter key"):
+            call(mem.list(user_id="ann", filter={"metadata.a') OR 1=1 OR json_extract(m.metadata, '$.": 1}))
+
     def test_recall_finds_chinese_words(self, mem: Any) -> None:
         call(mem.save("我喜欢蓝色", user_id="ann", category="preference"))
         call(mem.save("我叫小明", user_id="ann"))
@@ -546,6 +568,22 @@ class MemoryConformance:
         assert [h.memory.content for h in strong] == ["I like blue"]
         with pytest.raises(InvalidInput):
             call(mem.recall("blue", user_id="ann", min_relevance=1.5))
+
+    def test_min_relevance_zero_returns_top_k_whatever_they_are(self, mem: Any) -> None:
+        for content in ("I like blue", "The quarterly report is due", "Paris is in France"):
+            call(mem.save(content, user_id="ann"))
+        call(mem.save("I like blue too", user_id="bob"))
+        hits = call(mem.recall("favourite colour", user_id="ann", top_k=3, min_relevance=0))
+        assert len(hits) == 3 and hits[0].memory.content == "I like blue"
+        assert {h.memory.user_id for h in hits} == {"ann"}
+
+    def test_min_relevance_zero_fills_with_memories_matching_nothing(self, lexical: Any) -> None:
+        call(lexical.save("I like blue", user_id="ann"))
+        call(lexical.save("The quarterly report is due", user_id="ann"))
+        hits = call(lexical.recall("blue", user_id="ann", top_k=5, min_relevance=0))
+        assert [h.memory.content for h in hits] == ["I like blue", "The quarterly report is due"]
+        assert hits[1].relevance == 0.0
+        assert [h.memory.content for h in call(lexical.recall("blue", user_id="ann", top_k=5))] == ["I like blue"]
 
     def test_nearest_ranks_by_cosine_alone(self, mem: Any) -> None:
         blue = call(mem.save("I like blue", user_id="ann", importance=0.0))

@@ -1,0 +1,3 @@
+"""langchain-tests' vector store suite with `PolymemVectorStore` (see SOURCE.md)."""
+
+EXPECTED_FAILURES: dict[str, str] = {}

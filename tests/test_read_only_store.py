@@ -1,0 +1,63 @@
+"""A store file this process may only read opens read-only: reads work, writes are a typed error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import polymem
+
+
+@pytest.fixture()
+def stored(tmp_path: Path) -> Path:
+    path = tmp_path / "store.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as store:
+        store.save("I like blue", user_id="ann")
+        store.session("s1", user_id="ann").add("user", "hello")
+    return path
+
+
+def test_mode_ro_reads_and_refuses_writes_with_a_typed_error(stored: Path) -> None:
+    with polymem.open(f"sqlite:///{stored}?mode=ro", embedder=None) as store:
+        assert [r.content for r in store.list(user_id="ann")] == ["I like blue"]
+        assert [h.memory.content for h in store.recall("blue", user_id="ann")] == ["I like blue"]
+        assert store.url.endswith("?mode=ro")
+        with pytest.raises(polymem.ReadOnlyStoreError):
+            store.save("I like red", user_id="ann")
+        with pytest.raises(polymem.ReadOnlyStoreError):
+            store.session("s1", user_id="ann").add("user", "more")
+    with polymem.open(f"sqlite:///{stored}", embedder=None) as store:
+        assert [r.content for r in store.list(user_id="ann")] == ["I like blue"]
+
+
+def test_an_unknown_sqlite_url_option_is_refused(stored: Path) -> None:
+    for query in ("mode=rw", "durability=paranoid", "cache=shared"):
+        with pytest.raises(polymem.InvalidURLError):
+            polymem.open(f"sqlite:///{stored}?{query}", embedder=None)
+
+
+@pytest.mark.skipif(not hasattr(os, "setuid") or os.geteuid() != 0, reason="needs root to become another user")
+def test_a_file_another_user_owns_opens_read_only_by_itself(stored: Path) -> None:
+    """As `nobody`: the file (0644, root's) and its folder may only be read, and no WAL index exists."""
+    os.chmod(stored.parent, 0o755)
+    for parent in stored.parents:
+        os.chmod(parent, os.stat(parent).st_mode | 0o005)
+    script = textwrap.dedent(f"""
+        import os, sqlite3, polymem, polymem._sqlite
+        os.setgid(65534); os.setuid(65534)
+        with polymem.open("sqlite:///{stored}", embedder=None) as store:
+            print([r.content for r in store.list(user_id="ann")], store.url.endswith("?mode=ro"))
+            try:
+                store.save("I like red", user_id="ann")
+            except polymem.ReadOnlyStoreError:
+                print("refused")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "POLYMEM_DATA_DIR": "/tmp"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["['I like blue'] True", "refused"]

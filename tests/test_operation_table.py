@@ -177,9 +177,12 @@ def test_a_wrong_call_fails_as_a_python_function_would() -> None:
         mem.recall("x", "ann")  # type: ignore[misc]
 
 
-def test_a_service_only_operation_on_an_embedded_store_says_so() -> None:
-    with polymem.open("memory://", embedder=None) as mem, pytest.raises(polymem.NotSupportedError, match="serve"):
-        mem.block_source("tool:weather")
+def test_a_get_sends_what_differs_from_the_defaults_in_its_query() -> None:
+    from polymem._http import request_plan
+
+    plan = request_plan(ops.Get.bind("m1", include_quarantined=True))
+    assert next(plan).path == "/v1/memories/m1?include_quarantined=true"
+    assert next(request_plan(ops.Get.bind("m1"))).path == "/v1/memories/m1"
 
 
 def test_the_client_decodes_each_answer_with_the_tables_codec() -> None:
@@ -193,3 +196,8 @@ def test_the_client_decodes_each_answer_with_the_tables_codec() -> None:
 
     remote = polymem.Memory(HttpTransport("http://t", "pm_x", transport=httpx.MockTransport(reply)))
     assert remote.save("I like blue", user_id="ann") == record
+
+
+def test_a_service_only_operation_on_an_embedded_store_says_so() -> None:
+    with polymem.open("memory://", embedder=None) as mem, pytest.raises(polymem.NotSupportedError, match="serve"):
+        mem.audit_replay(1)

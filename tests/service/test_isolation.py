@@ -158,9 +158,18 @@ async def test_namespace_wide_operations_need_an_unscoped_admin(world: Any) -> N
 
 async def test_an_idempotency_key_cannot_fetch_another_users_memory(world: Any) -> None:
     _, a, _, ann_only = world
-    await a.save("Bob's locker code is 9981", user_id="bob", idempotency_key="k-1")
-    with pytest.raises(PermissionDeniedError):
-        await ann_only.save("anything", user_id="ann", idempotency_key="k-1")
+    bob = await a.save("Bob's locker code is 9981", user_id="bob", idempotency_key="k-1")
+    mine = await ann_only.save("anything", user_id="ann", idempotency_key="k-1")
+    assert mine.user_id == "ann" and mine.content == "anything" and mine.memory_id != bob.memory_id
+
+
+async def test_another_users_idempotency_key_answers_as_an_unused_key_and_touches_nothing(world: Any) -> None:
+    _, a, _, ann_only = world
+    bob = await a.save("Bob's locker code is 9981", user_id="bob", idempotency_key="k-1")
+    unused = await ann_only.save("anything", user_id="ann", idempotency_key="k-unused")
+    taken = await ann_only.save("anything else", user_id="ann", idempotency_key="k-1")
+    assert (taken.user_id, taken.version, taken.status) == (unused.user_id, unused.version, unused.status)
+    assert await a.get(bob.memory_id) == bob  # last_accessed_at not refreshed
 
 
 async def test_an_agent_bound_token_writes_only_as_its_agent(deploy: Any) -> None:

@@ -16,6 +16,7 @@ from . import operations
 from ._embedders import HttpEmbedder, OnnxEmbedder, SentenceTransformerEmbedder, default_embedder
 from ._engine import RuleContradictionJudge
 from ._errors import (
+    ContentRejectedError,
     ContentTooLargeError,
     DimensionMismatchError,
     EmptyContentError,
@@ -31,12 +32,15 @@ from ._errors import (
     PolymemError,
     ReadOnlyStoreError,
     ReembedRequiredError,
+    SessionOwnerError,
     SnapshotError,
+    SourceBlockedError,
     StoreClosedError,
     StoreUnreadableError,
     VersionConflictError,
 )
 from ._extract import ExtractiveSummarizer, RuleExtractor
+from ._guard import Classifier, RuleClassifier, Verdict, WritePolicy
 from ._memory import AsyncMemory, AsyncSession, Memory, Session, open, open_async
 from ._models import (
     ConsolidationReport,
@@ -60,7 +64,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncMemory",
     "AsyncSession",
+    "Classifier",
     "ConsolidationReport",
+    "ContentRejectedError",
     "ContentTooLargeError",
     "ContradictionJudge",
     "DimensionMismatchError",
@@ -91,19 +97,24 @@ __all__ = [
     "RecallResult",
     "ReembedRequiredError",
     "Reranker",
+    "RuleClassifier",
     "RuleContradictionJudge",
     "RuleExtractor",
     "ScoringPolicy",
     "SentenceTransformerEmbedder",
     "Session",
     "SessionInfo",
+    "SessionOwnerError",
     "SnapshotError",
+    "SourceBlockedError",
     "StoreClosedError",
     "StoreUnreadableError",
     "Summarizer",
     "TokenCounter",
     "ToolCall",
+    "Verdict",
     "VersionConflictError",
+    "WritePolicy",
     "__version__",
     "approx_token_count",
     "default_embedder",

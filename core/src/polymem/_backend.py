@@ -296,6 +296,15 @@ class RecordStore(ABC):
         """Active records whose vector is missing or from another model."""
 
     @abstractmethod
+    def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """The namespace's quarantined sources: source → {source, reason, blocked_at, blocked_by}."""
+
+    @abstractmethod
+    def block_source(self, namespace: str, source: str, reason: str | None, actor: str | None,
+                     now: datetime, blocked: bool) -> bool:
+        """Quarantine `source` (or lift its quarantine with `blocked=False`); True if that changed anything."""
+
+    @abstractmethod
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
         """Record accesses off the read path (applied in the background)."""
 
@@ -439,6 +448,13 @@ class AsyncRecordStore(ABC):
 
     @abstractmethod
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int: ...
+
+    @abstractmethod
+    async def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]: ...
+
+    @abstractmethod
+    async def block_source(self, namespace: str, source: str, reason: str | None, actor: str | None,
+                           now: datetime, blocked: bool) -> bool: ...
 
     @abstractmethod
     async def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None: ...

@@ -25,12 +25,26 @@ from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks,
 from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
+    ContentRejectedError,
     ContentTooLargeError,
     EmptyContentError,
     InvalidFilterError,
     InvalidInput,
     NotFoundError,
+    SessionOwnerError,
+    SourceBlockedError,
     VersionConflictError,
+)
+from ._guard import (
+    FLAG_KEYS,
+    Classifier,
+    ReadGuard,
+    Verdict,
+    WritePolicy,
+    clean_metadata,
+    conversation_text,
+    flag_metadata,
+    withheld_summary,
 )
 from ._models import (
     STATUSES,
@@ -189,6 +203,8 @@ class Engine:
         token_counter: TokenCounter,
         judge: ContradictionJudge,
         max_content_chars: int,
+        classifier: Classifier | None = None,
+        write_policy: WritePolicy | None = None,
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
@@ -204,6 +220,9 @@ class Engine:
         self.judge = judge
         self.max_content_chars = max_content_chars
         self._told_foreign = False
+        self.classifier = classifier
+        self.write_policy = write_policy or WritePolicy()
+        self.guard = ReadGuard(classifier)
 
     # -- validation ---------------------------------------------------------------------------
     def _content(self, content: Any, what: str = "content") -> str:
@@ -267,7 +286,7 @@ class Engine:
             importance=importance, user_id=user_id, agent_id=agent_id, session_id=session_id,
             namespace=self.namespace, created_at=now, updated_at=now, expire_at=expire_at,
             embedding_model=self.embedder.model_id if self.embedder else None, entities=entities,
-            metadata=check_metadata(draft.metadata),
+            metadata=clean_metadata(check_metadata(draft.metadata)),
         )
         return NewRecord(record, None, content_hash(content), idempotency_key, tuple(terms(content)))
 
@@ -316,17 +335,34 @@ class Engine:
 
     def _insert_of(self, drafts: builtins.list[MemoryDraft], *, user_id: str | None, agent_id: str | None,
                    session_id: str | None, expire_at: datetime | None, idempotency_keys: Sequence[str | None],
-                   vectors: Sequence[Sequence[float]] | None) -> Plan:
-        """The `Insert` that saves these drafts (embedded, validated), or None for no drafts."""
+                   vectors: Sequence[Sequence[float]] | None, context: Verdict | None = None) -> Plan:
+        """The `Insert` that saves these drafts (embedded, validated, screened), or None for no drafts.
+
+        `context` (extraction): the verdict on the whole conversation the drafts come from; a
+        refused or blocked draft is then left out instead of failing the batch."""
         if not drafts:
             return None
         now = self.clock()
         items = [self._draft_to_new(d, user_id=user_id, agent_id=agent_id, session_id=session_id,
                                     expire_at=expire_at, idempotency_key=k, now=now)
                  for d, k in zip(drafts, idempotency_keys)]
+        if vectors is not None and len(vectors) != len(items):
+            raise InvalidInput("give one vector per memory")
+        foreign: set[str] = set()
+        for key in dict.fromkeys(i.idempotency_key for i in items if i.idempotency_key is not None):
+            holder = yield _backend("get_by_keys", self.namespace, [key])
+            if holder and holder[0].user_id != user_id:
+                foreign.add(key)
+        if foreign:  # another user's key is unused for this user: saved without it, that memory untouched
+            items = [NewRecord(i.record, i.vector, i.content_hash, None, i.terms) if i.idempotency_key in foreign
+                     else i for i in items]
+        screened = yield from self._screen(items, extracted=context is not None, context=context)
+        kept = [n for n, _ in screened]
+        items = [item for _, item in screened]
+        if not items:
+            return None
         if vectors is not None:
-            if len(vectors) != len(items):
-                raise InvalidInput("give one vector per memory")
+            vectors = [vectors[n] for n in kept]
             if self.embedder is None:
                 raise InvalidInput("vectors were given but the store has no embedder (lexical-only mode)")
             matrix = as_matrix(vectors, self.embedder.dimension)
@@ -340,12 +376,113 @@ class Engine:
                      for n, i in enumerate(items)]
         return Insert(items, now)
 
-    def get(self, memory_id: str, as_of: datetime | None = None) -> Plan:
+    # -- the write filter and the read guard ---------------------------------------------------
+    def _screen(self, items: builtins.list[NewRecord], *, extracted: bool = False,
+                context: Verdict | None = None) -> Plan:
+        """The write filter over new records: (index, record as stored) for each one kept.
+
+        A blocked source's write raises SourceBlockedError; a flagged one becomes what the policy
+        for its source says (ContentRejectedError for "refuse"); extracted memories (`extracted`)
+        are left out instead, and also take the verdict on their whole conversation (`context`)."""
+        blocked = yield from self._blocked()
+        kept: builtins.list[tuple[int, NewRecord]] = []
+        for n, item in enumerate(items):
+            record = item.record
+            try:
+                verdict = self._check_write(record.content, record.source, blocked)
+            except (SourceBlockedError, ContentRejectedError):
+                if extracted:
+                    continue
+                raise
+            if (verdict is None or not verdict.flagged) and context is not None and context.flagged:
+                verdict = context
+                if self.write_policy.action(record.source) == "refuse":
+                    continue
+            if verdict is not None and verdict.flagged:
+                action = self.write_policy.action(record.source)
+                record = record.replace(metadata=flag_metadata(record.metadata, verdict, action),
+                                        status="blocked" if action == "quarantine" else record.status)
+                item = NewRecord(record, item.vector, item.content_hash, item.idempotency_key, item.terms)
+            kept.append((n, item))
+        return kept
+
+    def _check_write(self, content: str, source: str, blocked: Any) -> Verdict | None:
+        """The filter's verdict on one write (None: no classifier); raises if it is refused."""
+        if source in blocked:
+            raise SourceBlockedError(f"source {source!r} is quarantined in namespace {self.namespace!r}; "
+                                     "its writes are refused")
+        if self.classifier is None:
+            return None
+        verdict = self.classifier.classify(content, source=source)
+        if verdict.flagged and self.write_policy.action(source) == "refuse":
+            raise ContentRejectedError(
+                f"the write filter flagged this content as an instruction to the agent ({', '.join(verdict.reasons)}); "
+                f"the policy for source {source!r} refuses it")
+        return verdict
+
+    def _screen_update(self, memory_id: str, changes: dict[str, Any]) -> Plan:
+        """The write filter on an update: new content is screened as its memory's source wrote it;
+        the filter's own metadata keys stay as stored (only `release` clears them)."""
+        found = yield _backend("get", self.namespace, [memory_id])
+        if not found:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        current: MemoryRecord = found[0]
+        if "metadata" in changes:
+            changes["metadata"] = clean_metadata(changes["metadata"], keep_from=current.metadata)
+        if "content" in changes:
+            verdict = self._check_write(changes["content"], current.source, (yield from self._blocked()))
+            if verdict is not None and verdict.flagged:
+                action = self.write_policy.action(current.source)
+                changes["metadata"] = flag_metadata(changes.get("metadata", current.metadata), verdict, action)
+                if action == "quarantine":
+                    changes["status"] = "blocked"
+
+    def _blocked(self) -> Plan:
+        return (yield _backend("blocked_sources", self.namespace))
+
+    def _visible(self, records: Sequence[MemoryRecord], include_quarantined: Any, *, classify: bool = True) -> Plan:
+        """`records` less what the read guard withholds (all of them with `include_quarantined`)."""
+        if include_quarantined is not False and include_quarantined is not True:
+            raise InvalidInput(f"include_quarantined must be True or False, got {include_quarantined!r}")
+        if include_quarantined or not records:
+            return builtins.list(records)
+        blocked = yield from self._blocked()
+        return [r for r in records if not self.guard.reasons(r, blocked, classify=classify)]
+
+    def block_source(self, source: str, *, reason: str | None = None) -> Plan:
+        self._label(source, "source")
+        if reason is not None:
+            self._label(reason, "reason")
+        changed = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), True)
+        hidden = yield ListRecords(self.namespace, None, None, None, {"source": source}, None, 10_000, 0)
+        return {"source": source, "blocked": True, "memories_hidden": len(hidden), "was_blocked": not changed}
+
+    def unblock_source(self, source: str, *, reason: str | None = None) -> Plan:
+        self._label(source, "source")
+        was = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), False)
+        return {"source": source, "blocked": False, "was_blocked": was}
+
+    def blocked_sources(self) -> Plan:
+        return builtins.list((yield from self._blocked()).values())
+
+    def release(self, memory_id: str) -> Plan:
+        """A reviewed memory: its flags dropped, trusted, and active again."""
+        current = yield from self.get(memory_id, include_quarantined=True)
+        if current is None:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        metadata = {k: v for k, v in current.metadata.items() if k not in FLAG_KEYS}
+        metadata["polymem_trust"] = "reviewed"
+        return (yield Update(self.namespace, memory_id, {"metadata": metadata, "status": "active"}, None, self.clock()))
+
+    # -- long-term memory (reads) ---------------------------------------------------------------
+    def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
         if as_of is not None:
             past = yield _backend("as_of", self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
-            return past[0][0] if past else None
-        found = yield _backend("get", self.namespace, [memory_id])
+            found = [record for record, _ in past]
+        else:
+            found = yield _backend("get", self.namespace, [memory_id])
+        found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
     def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
@@ -389,7 +526,8 @@ class Engine:
 
     def list(self, *, user_id: str | None = None, agent_id: str | None = None, category: str | None = None,
              filter: dict[str, Any] | None = None, status: str | None = "active", limit: int = 100,
-             offset: int = 0, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
+             offset: int = 0, as_of: datetime | None = None, valid_at: datetime | None = None,
+             include_quarantined: bool = False) -> Plan:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000 or \
                 isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**63:
             raise InvalidInput("limit must be in [1, 10000] and offset in [0, 2**63)")
@@ -405,21 +543,41 @@ class Engine:
             known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
             kept = yield from self._as_of(known_at, user_id, agent_id, category, filter, status,
                                           valid_at=None if valid_at is None else require_aware(valid_at, "valid_at"))
-            return [r for r, _ in kept[offset:offset + limit]]
+            visible = yield from self._visible([r for r, _ in kept], include_quarantined, classify=False)
+            return visible[offset:offset + limit]
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
-        return (yield ListRecords(self.namespace, user_id, agent_id, category, filter, status, limit, offset))
+        if include_quarantined is not True:
+            if status == "blocked":
+                yield from self._visible([], include_quarantined)  # checks the argument
+                return []
+            filter = yield from self._guard_filter(filter, status)
+        found = yield ListRecords(self.namespace, user_id, agent_id, category, filter, status, limit, offset)
+        # The filter did the guard's work; what it could not (a caller's own condition on the same
+        # field) is left out here. The verdict stored at write time stands: no classifying per row.
+        return (yield from self._visible(found, include_quarantined, classify=False))
 
-    def get_by_key(self, key: str) -> Plan:
+    def _guard_filter(self, filter: dict[str, Any] | None, status: str | None) -> Plan:
+        """`filter` with the read guard pushed down: no quarantined or flagged memory, no blocked source."""
+        blocked = yield from self._blocked()
+        guard: dict[str, Any] = {"metadata.polymem_trust": {"$ne": "low"}}
+        if status is None:
+            guard["status"] = {"$ne": "blocked"}
+        if blocked:
+            guard["source"] = {"$nin": sorted(blocked)}
+        return {**guard, **(filter or {})}
+
+    def get_by_key(self, key: str, *, include_quarantined: bool = False) -> Plan:
         self._label(key, "key")
         found = yield _backend("get_by_keys", self.namespace, [key])
+        found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
     def put(self, key: str, content: str, *, user_id: str | None, agent_id: str | None = None,
             session_id: str | None = None, category: str = "fact", source: str = "user_input",
             importance: float | None = None, entities: Sequence[str] | None = None,
             metadata: dict[str, Any] | None = None, expire_at: datetime | None = None) -> Plan:
-        current = yield from self.get_by_key(key)
+        current = yield from self.get_by_key(key, include_quarantined=True)
         if current is not None and current.user_id != user_id:
             raise InvalidInput(f"key {key!r} names a memory of another user")
         if current is not None and (current.status != "active" or (
@@ -436,13 +594,14 @@ class Engine:
 
     def distinct(self, field: str, *, user_id: str | None = None, agent_id: str | None = None,
                  category: str | None = None, filter: dict[str, Any] | None = None,
-                 status: str | None = "active") -> Plan:
+                 status: str | None = "active", include_quarantined: bool = False) -> Plan:
         path = self._field_path(field)
         seen: dict[str, Any] = {}
         offset, page_size = 0, 1000
         while True:  # the backends have no DISTINCT over JSON paths yet: page through the matches
             page = yield from self.list(user_id=user_id, agent_id=agent_id, category=category, filter=filter,
-                                        status=status, limit=page_size, offset=offset)
+                                        status=status, limit=page_size, offset=offset,
+                                        include_quarantined=include_quarantined)
             for record in page:
                 value = _field_value(record, path)
                 if value is not _MISSING:
@@ -474,6 +633,8 @@ class Engine:
         compile_filter(filter)  # validate before any work
         if not isinstance(explain, bool):
             raise InvalidInput(f"explain must be True or False, got {explain!r}")
+        blocked = yield from self._blocked()
+        filter = _without_sources(filter, blocked)
         now = self.clock() if as_of is None else require_aware(as_of, "as_of")
         model_id = self.embedder.model_id if self.embedder else None
         if self.embedder is not None and as_of is None and \
@@ -514,12 +675,15 @@ class Engine:
                     for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
         if admit_all and len(hits) < top_k and min_relevance == 0 and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
+        withheld = {h.memory.memory_id: reasons for h in hits
+                    if (reasons := self.guard.reasons(h.memory, blocked))}
+        hits = [h for h in hits if h.memory.memory_id not in withheld]
         if explain and hits:
             yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
         if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield _backend("reinforce", self.namespace, bonuses, now)
-        return RecallResult(hits)
+        return RecallResult(hits, withheld_summary(withheld))
 
     def _embed_missing(self) -> Plan:
         """Give a few memories saved without a vector (by a process without a model) one now;
@@ -572,6 +736,8 @@ class Engine:
         from ._filters import compile_filter
 
         compile_filter(filter)
+        blocked = yield from self._blocked()
+        filter = _without_sources(filter, blocked)
         query = as_matrix([vector], self.embedder.dimension)[0]
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query, self.embedder.model_id,
                                 (), self.clock(), top_k)
@@ -579,12 +745,18 @@ class Engine:
         candidates.sort(key=lambda c: -(c.similarity or 0.0))
         candidates = candidates[:top_k]
         records = {r.memory_id: r for r in (yield _backend("get", self.namespace, [c.id for c in candidates]))}
-        return NearestResult((records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records)
+        pairs = [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
+        withheld = {r.memory_id: reasons for r, _ in pairs if (reasons := self.guard.reasons(r, blocked))}
+        return NearestResult([(r, s) for r, s in pairs if r.memory_id not in withheld], withheld_summary(withheld))
 
-    def vectors(self, memory_ids: Sequence[str]) -> Plan:
+    def vectors(self, memory_ids: Sequence[str], *, include_quarantined: bool = False) -> Plan:
         if self.embedder is None:
             return {}
-        found = yield _backend("vectors", self.namespace, list(memory_ids), self.embedder.model_id)
+        ids = builtins.list(memory_ids)
+        if include_quarantined is not True:  # only the vectors of memories this read may return
+            ids = [r.memory_id for r in (yield from self._visible((yield _backend("get", self.namespace, ids)),
+                                                                   include_quarantined))]
+        found = yield _backend("vectors", self.namespace, ids, self.embedder.model_id)
         return {k: [float(x) for x in v] for k, v in found.items()}
 
     def _unmatched(self, hits: Sequence[RecallHit], top_k: int, now: datetime, user_id: str | None,
@@ -652,7 +824,7 @@ class Engine:
             hit.explanation["live"].update(source=record.source, base_by_source=self.scoring.base_score(record.source))
             hit.explanation["trust"] = {"level": record.metadata.get("polymem_trust"),
                                         "flags": builtins.list(record.metadata.get("polymem_flags") or []),
-                                        "guard": None}
+                                        "guard": []}  # the read guard found nothing (else withheld)
 
     def update(self, memory_id: str, *, content: str | None = None, category: str | None = None,
                importance: float | None = None, metadata: dict[str, Any] | None = None,
@@ -680,6 +852,8 @@ class Engine:
             raise InvalidInput("expected_version must be an integer")
         if not changes:
             raise InvalidInput("update needs at least one of content, category, importance, metadata, expire_at")
+        if "content" in changes or "metadata" in changes:
+            yield from self._screen_update(memory_id, changes)
         vector, model_id, chash, new_terms = None, None, None, None
         if "content" in changes:
             chash, new_terms = content_hash(changes["content"]), terms(changes["content"])
@@ -697,8 +871,10 @@ class Engine:
         self._label(memory_id, "memory_id")
         return (yield _backend("purge", self.namespace, memory_id))
 
-    def history(self, memory_id: str) -> Plan:
+    def history(self, memory_id: str, *, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
+        if include_quarantined is not True and (yield from self.get(memory_id, include_quarantined=include_quarantined)) is None:
+            return []  # the guard judges a memory by its current version
         return (yield _backend("history", self.namespace, memory_id))
 
     def ingest(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None = None,
@@ -717,8 +893,16 @@ class Engine:
             return None
         drafts = yield _call(self.extractor.extract, messages)
         drafts = [d for d in drafts if isinstance(d, MemoryDraft) and d.content.strip()]
+        # An instruction cut across turns reads whole only in the conversation: when no turn is
+        # flagged on its own but the conversation is, its verdict goes with every memory drawn from it.
+        context = Verdict(False, 0.0)
+        if self.classifier is not None and drafts:
+            source = drafts[0].source
+            if not any(self.classifier.classify(m.content, source=source).flagged for m in messages if m.content):
+                context = self.classifier.classify(conversation_text([m.content for m in messages]), source=source)
         return (yield from self._insert_of(drafts, user_id=user_id, agent_id=agent_id, session_id=session_id,
-                                           expire_at=None, idempotency_keys=[None] * len(drafts), vectors=None))
+                                           expire_at=None, idempotency_keys=[None] * len(drafts), vectors=None,
+                                           context=context))
 
     def reembed(self, progress: Callable[[int], None] | None = None, batch: int = 256) -> Plan:
         if self.embedder is None:
@@ -866,8 +1050,12 @@ class Engine:
 
     # -- working memory -----------------------------------------------------------------------
     def _live_session(self, spec: SessionSpec) -> Plan:
-        """The session's info, after dropping it if its TTL ran out."""
+        """The session's info, after dropping it if its TTL ran out. A session belongs to the user
+        who opened it: a handle of another user gets SessionOwnerError (a handle without a user,
+        or a session opened without one, has no owner to check)."""
         info: SessionInfo | None = yield _backend("session_info", self.namespace, spec.session_id)
+        if info is not None and spec.user_id is not None and info.user_id is not None and info.user_id != spec.user_id:
+            raise SessionOwnerError(f"session {spec.session_id!r} belongs to another user, not {spec.user_id!r}")
         if info is not None and info.expire_at is not None and info.expire_at <= self.clock():
             yield _backend("session_delete", self.namespace, spec.session_id)
             return None
@@ -948,13 +1136,22 @@ class Engine:
         return info.summary if info else None
 
     def session_forget(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
-        return (yield _backend("session_forget", self.namespace, spec.session_id, _ids(message_ids)))
+        ids = _ids(message_ids)
+        yield from self._live_session(spec)
+        return (yield _backend("session_forget", self.namespace, spec.session_id, ids))
 
     def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
-        return (yield _backend("session_evict", self.namespace, spec.session_id, _ids(message_ids)))
+        ids = _ids(message_ids)
+        yield from self._live_session(spec)
+        return (yield _backend("session_evict", self.namespace, spec.session_id, ids))
+
+    def session_delete(self, spec: SessionSpec) -> Plan:
+        yield from self._live_session(spec)
+        return (yield _backend("session_delete", self.namespace, spec.session_id))
 
     def session_replace(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
         messages = [_as_message(m) for m in _sequence(messages, "messages")]
+        yield from self._live_session(spec)
         current = yield _backend("session_messages", self.namespace, spec.session_id, True)
         keep_ids = {m.message_id for m in messages}
         stored_ids = {m.message_id for m, _ in current}
@@ -977,17 +1174,18 @@ class Engine:
                                self.clock(), None if spec.ttl is None else self.clock() + spec.ttl)
 
     def session_clear(self, spec: SessionSpec) -> Plan:
+        yield from self._live_session(spec)
         rows = yield _backend("session_messages", self.namespace, spec.session_id, True)
         yield Batch(SessionEvict(self.namespace, spec.session_id, [m.message_id for m, _ in rows]),
                     SessionSetSummary(self.namespace, spec.session_id, None))
 
     def session_end(self, spec: SessionSpec, consolidate: bool) -> Plan:
         insert: Insert | None = None
-        if consolidate:
+        info = yield from self._live_session(spec)
+        if consolidate and info is not None:
             messages = yield from self.session_messages(spec, window_only=False)
-            info = yield _backend("session_info", self.namespace, spec.session_id)
             if messages:
-                insert = yield from self._extract(messages, user_id=spec.user_id or (info.user_id if info else None),
+                insert = yield from self._extract(messages, user_id=spec.user_id or info.user_id,
                                                   agent_id=spec.agent_id, session_id=spec.session_id)
         delete = SessionDelete(self.namespace, spec.session_id)
         if insert is None:
@@ -1027,6 +1225,14 @@ def _metadata_time(record: MemoryRecord, key: str) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
+
+
+def _without_sources(filter: dict[str, Any] | None, blocked: Any) -> dict[str, Any] | None:
+    """A search filter that leaves blocked sources out (unless it names sources itself: then the
+    read guard withholds them from what it finds)."""
+    if not blocked or (filter and "source" in filter):
+        return filter
+    return {**(filter or {}), "source": {"$nin": sorted(blocked)}}
 
 
 def _sequence(value: Any, what: str) -> builtins.list[Any]:

@@ -8,7 +8,8 @@ PolymemError
 │   ├── ContentTooLargeError
 │   ├── InvalidFilterError
 │   ├── DimensionMismatchError
-│   └── InvalidURLError
+│   ├── InvalidURLError
+│   └── ContentRejectedError
 ├── NotFoundError (KeyError)
 ├── VersionConflictError
 ├── ReembedRequiredError
@@ -17,6 +18,8 @@ PolymemError
 ├── ReadOnlyStoreError
 ├── StoreUnreadableError
 ├── PermissionDeniedError
+│   ├── SourceBlockedError
+│   └── SessionOwnerError
 ├── MissingDependencyError (ImportError)
 └── NotSupportedError (NotImplementedError)
 ```
@@ -149,3 +152,21 @@ class NotSupportedError(PolymemError, NotImplementedError):
     """The operation needs what this store does not have (e.g. the service's registry of blocked sources)."""
 
     code = "not_supported"
+
+
+class ContentRejectedError(InvalidInput):
+    """The write filter flagged the content and the policy for its source is "refuse"."""
+
+    code = "content_rejected"
+
+
+class SourceBlockedError(PermissionDeniedError):
+    """The memory's source is quarantined (`block_source`); its writes are refused."""
+
+    code = "source_blocked"
+
+
+class SessionOwnerError(PermissionDeniedError):
+    """The session belongs to another user: a handle may only use sessions its user opened."""
+
+    code = "session_owner"

@@ -134,9 +134,10 @@ def request_plan(op: ops.Operation[Any]) -> Plan[Request, Any]:
             path = path.replace("{" + key + "}", quote(value, safe=""))
         else:
             body[key] = args[key]
-    if method == "GET" and any(v is not None for v in body.values()):  # GET parameters travel in the query
-        path += "?" + urlencode({k: v.isoformat() if isinstance(v, datetime) else v
-                                 for k, v in body.items() if v is not None})
+    if method == "GET":  # a GET has no body: what differs from the defaults travels in the query, as JSON
+        query = {k: json.dumps(v.isoformat() if isinstance(v, datetime) else v)
+                 for k, v in body.items() if v != op.model_fields[k].default}
+        path += f"?{urlencode(query)}" if query else ""
     req = Request(method, path, None if method == "GET" or not body else body, retry=op.is_retry_safe(),
                   missing_ok=op.missing_is_none)
     if op.streams == "response":
@@ -331,7 +332,7 @@ class HttpTransport:
             except ValueError:
                 return 1.0
         if response.status_code in RETRY_STATUSES and req.retry:
-            return 0.05 * 2 ** attempt
+            return float(0.05 * 2 ** attempt)
         return None
 
     def _give_up(self, req: Request, exc: Exception, attempt: int) -> bool:

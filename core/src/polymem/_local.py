@@ -56,7 +56,7 @@ def _session_plan(engine: Engine, op: Any) -> Plan:
     if isinstance(op, ops.SessionTranscript):
         return engine.session_messages(spec, False)
     if isinstance(op, ops.SessionDelete):
-        return _single(_backend("session_delete", engine.namespace, spec.session_id))
+        return engine.session_delete(spec)
     args = op.arguments()
     del args["session"]
     method = {"messages": "session_messages", "get_summary": "session_summary", "info": "session_info"}
@@ -65,14 +65,15 @@ def _session_plan(engine: Engine, op: Any) -> Plan:
 
 
 def _service_only(engine: Engine, op: Any) -> Plan:
-    raise NotSupportedError(f"{op.name} needs a polymem service (`polymem serve`): it keeps the registry of "
-                            "blocked sources and reviews; an embedded store has neither")
+    raise NotSupportedError(f"{op.name} needs a polymem service (`polymem serve`): it reads the service's "
+                            "audit log, which an embedded store does not keep")
 
 
 _PLANS: dict[type[ops.Operation[Any]], Callable[[Engine, Any], Plan]] = {
     ops.ListMemories: lambda engine, op: engine.list(**op.arguments()),
     ops.SetStatus: lambda engine, op: engine.update(op.memory_id, status=op.status),
-    ops.ExportSnapshot: lambda engine, op: export_plan(engine, op.target, op.user_id, op.progress),
+    ops.ExportSnapshot: lambda engine, op: export_plan(engine, op.target, op.user_id, op.progress,
+                                                       op.include_quarantined),
     ops.ImportSnapshot: lambda engine, op: import_plan(engine, op.source, op.progress),
     ops.Stats: lambda engine, op: _single(_backend("stats", engine.namespace)),
     ops.Flush: lambda engine, op: _single(_backend("flush")),

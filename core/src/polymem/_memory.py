@@ -15,6 +15,7 @@ from ._embedders import data_dir, resolve_embedder
 from ._engine import DEFAULT_MAX_CONTENT_CHARS, Engine, RuleContradictionJudge, make_message
 from ._errors import InvalidInput, InvalidURLError
 from ._extract import ExtractiveSummarizer, RuleExtractor
+from ._guard import Classifier, RuleClassifier, WritePolicy
 from ._local import LocalTransport
 from ._models import Message
 from ._plan import Plan, adrive, drive
@@ -146,15 +147,20 @@ def _entry_point(scheme: str) -> str | None:
 
 def _engine(namespace: str, embedder: Any, clock: Clock | None, scoring: ScoringPolicy | None,
             extractor: Extractor | None, summarizer: Summarizer | None, token_counter: TokenCounter | None,
-            judge: ContradictionJudge | None, max_content_chars: int) -> Engine:
+            judge: ContradictionJudge | None, max_content_chars: int, classifier: Any = "rules",
+            write_policy: WritePolicy | None = None) -> Engine:
     policy = scoring or ScoringPolicy()
+    if classifier == "rules":
+        classifier = RuleClassifier()
+    elif classifier is not None and not isinstance(classifier, Classifier):
+        raise InvalidInput(f"classifier must be 'rules', None or a polymem.Classifier, got {classifier!r}")
     return Engine(
         namespace=namespace, embedder=resolve_embedder(embedder),
         clock=checked_clock(clock) if clock is not None else utc_now, scoring=policy,
         extractor=extractor or RuleExtractor(), summarizer=summarizer or ExtractiveSummarizer(),
         token_counter=token_counter or approx_token_count,
         judge=judge or RuleContradictionJudge(min_similarity=policy.contradiction_similarity),
-        max_content_chars=max_content_chars,
+        max_content_chars=max_content_chars, classifier=classifier, write_policy=write_policy,
     )
 
 
@@ -435,6 +441,7 @@ def open(  # noqa: A001 - the public name is polymem.open
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
+    classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
     `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
@@ -442,6 +449,9 @@ def open(  # noqa: A001 - the public name is polymem.open
     plug-in scheme. `working_memory="redis://…"` keeps sessions in Redis (several service
     instances then share them). A memory, message or query longer than `max_content_chars`
     (default 4,000,000) raises `ContentTooLargeError`; anything shorter is stored whole.
+    instances then share them). `classifier` judges every write and read against memory
+    poisoning ("rules": `RuleClassifier`; None: no filter; or your own `Classifier`);
+    `write_policy` says what a flagged write becomes (`WritePolicy`).
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -451,7 +461,8 @@ def open(  # noqa: A001 - the public name is polymem.open
     """
     return Memory(_transport(url, False, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,
                              extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
-                             max_content_chars=max_content_chars, token=token, working_memory=working_memory))
+                             max_content_chars=max_content_chars, token=token, working_memory=working_memory,
+                             classifier=classifier, write_policy=write_policy))
 
 
 def open_async(
@@ -459,24 +470,28 @@ def open_async(
     scoring: ScoringPolicy | None = None, extractor: Extractor | None = None, summarizer: Summarizer | None = None,
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
+    classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     return AsyncMemory(_transport(url, True, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,
                                   extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
-                                  max_content_chars=max_content_chars, token=token, working_memory=working_memory))
+                                  max_content_chars=max_content_chars, token=token, working_memory=working_memory,
+                                  classifier=classifier, write_policy=write_policy))
 
 
 def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clock | None, namespace: str,
                scoring: ScoringPolicy | None, extractor: Extractor | None, summarizer: Summarizer | None,
                token_counter: TokenCounter | None, judge: ContradictionJudge | None, max_content_chars: int,
-               token: str | None, working_memory: str | None) -> Transport:
+               token: str | None, working_memory: str | None, classifier: Any = "rules",
+               write_policy: WritePolicy | None = None) -> Transport:
     """What carries a store's operations: HTTP to a service, or the engine over a backend."""
     url, from_url = split_namespace(url or default_url())
     namespace = from_url if from_url and namespace == "default" else namespace
     check_url(url)
     if _is_http(url):
         configured = {"clock": clock, "scoring": scoring, "extractor": extractor, "summarizer": summarizer,
-                      "token_counter": token_counter, "judge": judge, "working_memory": working_memory}
+                      "token_counter": token_counter, "judge": judge, "working_memory": working_memory,
+                      "write_policy": write_policy, "classifier": None if classifier == "rules" else classifier}
         # `embedder` is ignored: whether this process would load a model does not matter to a remote store.
         ignored = sorted(k for k, v in configured.items() if v is not None)
         if ignored:
@@ -486,7 +501,7 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
         return HttpTransport(url, token, namespace=None if namespace == "default" else namespace,
                              asynchronous=asynchronous)
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
-                     max_content_chars)
+                     max_content_chars, classifier, write_policy)
     backend = make_backend(url, asynchronous=asynchronous)
     try:
         sessions = None if working_memory is None else make_session_store(working_memory, asynchronous=asynchronous)

@@ -22,7 +22,8 @@ import numpy as np
 
 from ._embedders import as_matrix
 from ._engine import Engine, Plan, _backend, _sequence, check_label, embed_op
-from ._errors import InvalidInput, PolymemError, SnapshotError
+from ._errors import ContentRejectedError, InvalidInput, PolymemError, SnapshotError, SourceBlockedError
+from ._guard import clean_metadata, flag_metadata
 from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
 from ._text import content_hash, terms
 from ._time import from_iso, to_iso
@@ -40,8 +41,11 @@ def _open_binary(target: str | Path | IO[bytes], mode: str) -> tuple[IO[bytes], 
 
 
 def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | None,
-                progress: Callable[[int], None] | None = None) -> Plan:
+                progress: Callable[[int], None] | None = None, include_quarantined: bool = False) -> Plan:
+    """Write the snapshot; what the read guard withholds stays out unless `include_quarantined`."""
     check_label(user_id, "user_id", optional=True)
+    yield from engine._visible([], include_quarantined)  # checks the argument
+    blocked = {} if include_quarantined else (yield _backend("blocked_sources", engine.namespace))
     stream, owned = _open_binary(target, "w")
     try:
         yield _backend("flush")
@@ -52,10 +56,14 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
         stream.write(_line(header))
         count, after = 0, 0
         while page:
+            written = 0
             for row in page:
                 after = row.pop("cursor")
-                stream.write(_line({"type": "memory", **row}))
-            count += len(page)
+                if include_quarantined or not engine.guard.reasons(MemoryRecord.from_dict(row["record"]), blocked,
+                                                                   classify=False):
+                    stream.write(_line({"type": "memory", **row}))
+                    written += 1
+            count += written
             if progress:
                 progress(len(page))
             page = yield _backend("export_page", engine.namespace, user_id, after, 500)
@@ -200,8 +208,21 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
     dim = engine.embedder.dimension if engine.embedder else None
     needs_embedding = []
     rows = []
+    skipped: list[tuple[str, str]] = []
+    blocked = yield _backend("blocked_sources", engine.namespace)
     for item in memories:
-        record: MemoryRecord = item["record"].replace(namespace=engine.namespace)
+        # The file's word on trust is not believed: its flags go, and the filter judges anew.
+        record: MemoryRecord = item["record"]
+        record = record.replace(namespace=engine.namespace, metadata=clean_metadata(record.metadata))
+        try:
+            verdict = engine._check_write(record.content, record.source, blocked)
+        except (SourceBlockedError, ContentRejectedError) as exc:
+            skipped.append((record.memory_id, exc.code))
+            continue
+        if verdict is not None and verdict.flagged:
+            action = engine.write_policy.action(record.source)
+            record = record.replace(metadata=flag_metadata(record.metadata, verdict, action),
+                                    status="blocked" if action == "quarantine" else record.status)
         vector = item["vector"]
         usable = vector is not None and model is not None and record.embedding_model == model and len(vector) == dim
         row = {"record": record, "versions": [{**v, "namespace": engine.namespace} for v in item["versions"]],
@@ -226,6 +247,7 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
             progress(len(chunk))
     report: ImportReport = yield _backend("import_rows", engine.namespace, rows, sessions, engine.clock())
     report.reembedded = reembedded
+    report.skipped.extend(skipped)
     if progress:
         progress(len(rows) - reembedded)
     return report

@@ -53,6 +53,7 @@ from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
 from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._text import ANALYZER_VERSION, terms
+from ._time import to_iso
 
 MIGRATIONS: builtins.list[str] = [
     # 1: records, versions, full text, change log
@@ -142,6 +143,17 @@ MIGRATIONS: builtins.list[str] = [
         deleted_at INTEGER NOT NULL
     );
     CREATE INDEX IF NOT EXISTS memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
+    """,
+    # 6: quarantined sources, kept with the memories so every process on the file honours them
+    """
+    CREATE TABLE blocked_sources (
+        namespace TEXT NOT NULL,
+        source TEXT NOT NULL,
+        reason TEXT,
+        blocked_at INTEGER NOT NULL,
+        blocked_by TEXT,
+        PRIMARY KEY (namespace, source)
+    );
     """,
 ]
 
@@ -1108,6 +1120,23 @@ class SQLiteBackend(Backend):
         with self._read() as conn:
             cache = self._cache(conn, model_id)
             return sum(1 for ns in cache.foreign.values() if ns == namespace)
+
+    def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]:
+        with self._read() as conn:
+            rows = conn.execute("SELECT source, reason, blocked_at, blocked_by FROM blocked_sources WHERE namespace = ? "
+                                "ORDER BY source", (namespace,)).fetchall()
+        return {r[0]: {"source": r[0], "reason": r[1], "blocked_at": to_iso(from_micros(r[2])), "blocked_by": r[3]}
+                for r in rows}
+
+    def block_source(self, namespace: str, source: str, reason: str | None, actor: str | None,
+                     now: datetime, blocked: bool) -> bool:
+        with self._write() as conn:
+            if blocked:
+                cur = conn.execute("INSERT OR IGNORE INTO blocked_sources VALUES (?, ?, ?, ?, ?)",
+                                   (namespace, source, reason, to_micros(now), actor))
+            else:
+                cur = conn.execute("DELETE FROM blocked_sources WHERE namespace = ? AND source = ?", (namespace, source))
+            return cur.rowcount > 0
 
     # -- bookkeeping --------------------------------------------------------------------------
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:

@@ -133,6 +133,10 @@ Query = Annotated[str, Field(strict=True, description="Non-blank (else empty_con
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
 TopK = Annotated[int, Field(strict=True, ge=1, le=1000)]
 Filter = Annotated[dict[str, Any] | None, Field(description="field → value or {operator: value} (docs/api.md).")]
+IncludeQuarantined = Annotated[bool, Field(
+    strict=True, description="Also return what the read guard withholds (flagged, quarantined, or from a blocked "
+                             "source). Over the service it needs admin rights and is audited.")]
+"""The read guard's one switch, on every read that returns memories."""
 
 
 # -- results: how each operation's result travels ----------------------------------------------
@@ -413,7 +417,7 @@ class Operation(BaseModel, Generic[R]):
     statuses: ClassVar[tuple[int, ...]] = ()
     """HTTP error statuses this operation can answer beyond the common ones (for the OpenAPI document)."""
     service_only: ClassVar[bool] = False
-    """Needs the service's registries (tokens, blocked sources): not on an embedded store."""
+    """Needs the service's own records (the audit log): not on an embedded store."""
     mcp_tool: ClassVar[str | None] = None
     """The operation's tool name in the MCP server (`polymem.mcp_server`); None: not offered as a tool."""
     mcp_description: ClassVar[str | None] = None
@@ -630,7 +634,9 @@ class Save(Operation[MemoryRecord]):
     entities: Sequence[str] | None = Field(default=None, description="Names the memory is about.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
     expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601; a naive time is refused (naive_datetime).")
-    idempotency_key: str | None = Field(default=None, description="Retries with the same key return the same memory.")
+    idempotency_key: str | None = Field(default=None, description=(
+        "Retries with the same key return the same memory. Keys are per user: a key another user's memory holds "
+        "is treated as unused (that memory is neither returned nor touched)."))
     vector: Sequence[float] | None = Field(default=None, description="Your own embedding (the store's model and dimension).")
     valid_from: Timestamp | None = Field(
         default=None, description="Since when the fact holds in the world (default: when it is saved).")
@@ -718,6 +724,7 @@ class Vectors(Operation[dict[str, list[float]]]):
     idempotent = True
 
     memory_ids: Sequence[str] = Field(kw_only=False, max_length=1000)
+    include_quarantined: IncludeQuarantined = False
 
 
 class Get(Operation[MemoryRecord | None]):
@@ -727,12 +734,14 @@ class Get(Operation[MemoryRecord | None]):
     route = "GET /v1/memories/{memory_id}"
     mcp_tool = "get_memory"
     mcp_description = "Fetch one memory by its id (from recall_memories or list_memories): its current version."
+    mcp_omit = ("include_quarantined",)
     codec = RECORD
     idempotent = True
     missing_is_none = True
 
     memory_id: str = Field(kw_only=False)
     as_of: Timestamp | None = Field(default=None, description="The version current then (None: deleted or not yet saved).")
+    include_quarantined: IncludeQuarantined = False
 
 
 class GetByKey(Operation[MemoryRecord | None]):
@@ -746,6 +755,7 @@ class GetByKey(Operation[MemoryRecord | None]):
     missing_is_none = True
 
     key: Text = Field(kw_only=False, description="The memory's key (unique in the namespace).")
+    include_quarantined: IncludeQuarantined = False
 
 
 class Put(Operation[MemoryRecord]):
@@ -792,6 +802,7 @@ class Distinct(Operation[list[Any]]):
     category: str | None = None
     filter: Filter = None
     status: str | None = Field(default="active", description="active, archived, blocked, or None for all.")
+    include_quarantined: IncludeQuarantined = False
 
 
 class ListMemories(Operation[list[MemoryRecord]]):
@@ -804,6 +815,7 @@ class ListMemories(Operation[list[MemoryRecord]]):
         "List stored memories by exact scope (user, agent, category, metadata filter), newest first, without "
         "any search. Use it to browse or review what is remembered; to find what is relevant to a question, "
         "use recall_memories.")
+    mcp_omit = ("include_quarantined",)
     codec = MEMORIES
     idempotent = True
 
@@ -817,6 +829,7 @@ class ListMemories(Operation[list[MemoryRecord]]):
     as_of: Timestamp | None = Field(default=None, description="The memories as they stood then.")
     valid_at: Timestamp | None = Field(
         default=None, description="Only what held in the world then, each memory in its version valid then.")
+    include_quarantined: IncludeQuarantined = False
 
 
 class Update(Operation[MemoryRecord]):
@@ -897,10 +910,12 @@ class History(Operation[list[MemoryRecord]]):
     route = "GET /v1/memories/{memory_id}/history"
     mcp_tool = "memory_history"
     mcp_description = "Every version of one memory, oldest first: what it said before and when it changed."
+    mcp_omit = ("include_quarantined",)
     codec = VERSIONS
     idempotent = True
 
     memory_id: str = Field(kw_only=False)
+    include_quarantined: IncludeQuarantined = False
 
 
 class Ingest(Operation[list[MemoryRecord]]):
@@ -955,11 +970,13 @@ class ExportSnapshot(Operation[int]):
 
     target: str | Path | IO[bytes] = Field(exclude=True, kw_only=False, description="A file path or a binary file.")
     user_id: str | None = Field(default=None, description="Only this user's memories.")
+    include_quarantined: IncludeQuarantined = False
     progress: Progress | None = Field(default=None, exclude=True, description="Called with the number of memories done.")
 
 
 class ImportSnapshot(Operation[ImportReport]):
-    """Read a snapshot: imported whole or not at all."""
+    """Read a snapshot: imported whole or not at all. Every memory passes the write filter (a
+    trust label or flag the file brings is dropped, not believed)."""
 
     name = "import_snapshot"
     route = "POST /v1/memory/import"
@@ -1000,7 +1017,7 @@ class Sessions(Operation[list[SessionInfo]]):
     user_id: str | None = None
 
 
-# quarantine: the service keeps the registry of blocked sources
+# quarantine: the store keeps the registry of blocked sources
 class BlockSource(Operation[dict[str, Any]]):
     """Mark a source polluted: its memories leave recall, its writes are refused. Reversible."""
 
@@ -1008,7 +1025,6 @@ class BlockSource(Operation[dict[str, Any]]):
     route = "POST /v1/sources/block"
     codec = SOURCE
     permission = "admin"
-    service_only = True
 
     source: Text = Field(kw_only=False)
     reason: str | None = None
@@ -1022,7 +1038,6 @@ class UnblockSource(Operation[dict[str, Any]]):
     codec = SOURCE
     idempotent = True
     permission = "admin"
-    service_only = True
 
     source: Text = Field(kw_only=False)
     reason: str | None = None
@@ -1035,7 +1050,6 @@ class BlockedSources(Operation[list[dict[str, Any]]]):
     route = "GET /v1/sources/blocked"
     codec = BLOCKED
     idempotent = True
-    service_only = True
 
 
 class ReplayedMemoryOut(BaseModel):
@@ -1078,7 +1092,6 @@ class Release(Operation[MemoryRecord]):
     codec = RECORD
     statuses = (404,)
     permission = "admin"
-    service_only = True
 
     memory_id: Text = Field(kw_only=False)
 

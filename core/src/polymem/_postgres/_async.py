@@ -191,6 +191,13 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return await self._call(self.plans.count_foreign_vectors, namespace, model_id)
 
+    async def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]:
+        return await self._call(self.plans.blocked_sources, namespace)
+
+    async def block_source(self, namespace: str, source: str, reason: str | None, actor: str | None,
+                           now: datetime, blocked: bool) -> bool:
+        return await self._call(self.plans.block_source, namespace, source, reason, actor, now, blocked)
+
     # bookkeeping: recall bonuses are written by a task on the loop, off the read path; those of
     # recalls within REINFORCE_WINDOW_S of each other in one transaction (as `Bookkeeping` does)
     async def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:

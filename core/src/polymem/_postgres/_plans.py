@@ -16,6 +16,7 @@ from .._backend import Candidate, Changed, NewRecord, SearchRequest, selective_t
 from .._errors import DimensionMismatchError, NotFoundError, VersionConflictError
 from .._filters import dumps
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
+from .._time import to_iso
 from ._cache import (
     _STAMPS_OF,
     ScopeVectors,
@@ -66,7 +67,7 @@ class Plans:
     """Every backend operation as a plan; shared by the sync and async drivers."""
 
     # One-statement reads run without BEGIN/COMMIT (a statement is its own snapshot).
-    READS = frozenset({"get", "list", "search", "run", "count_foreign_vectors", "session_info", "session_messages",
+    READS = frozenset({"get", "list", "search", "run", "count_foreign_vectors", "blocked_sources", "session_info", "session_messages",
                        "sessions_expired", "pending_reembed", "vectors"})
 
     def __init__(self) -> None:
@@ -431,6 +432,25 @@ class Plans:
             "(SELECT count(*) FROM polymem_memories WHERE namespace = %s AND status = 'active' AND vector IS NULL "
             "AND embedding_model = %s)", (namespace, model_id, model_id, namespace, model_id), "one")
         return int(row[0])
+
+    @staticmethod
+    def blocked_sources(namespace: str) -> PgPlan[dict[str, dict[str, Any]]]:
+        rows = yield Q("SELECT source, reason, blocked_at, blocked_by FROM polymem_blocked_sources "
+                       "WHERE namespace = %s ORDER BY source", (namespace,))
+        return {r[0]: {"source": r[0], "reason": r[1], "blocked_at": to_iso(_utc(r[2])), "blocked_by": r[3]}
+                for r in rows}
+
+    @staticmethod
+    def block_source(namespace: str, source: str, reason: str | None, actor: str | None, now: datetime,
+                     blocked: bool) -> PgPlan[bool]:
+        if blocked:
+            row = yield Q("INSERT INTO polymem_blocked_sources VALUES (%s, %s, %s, %s, %s) "
+                          "ON CONFLICT (namespace, source) DO NOTHING RETURNING 1",
+                          (namespace, source, reason, now, actor), "one")
+        else:
+            row = yield Q("DELETE FROM polymem_blocked_sources WHERE namespace = %s AND source = %s RETURNING 1",
+                          (namespace, source), "one")
+        return row is not None
 
     # bookkeeping --------------------------------------------------------------------------
     @staticmethod

@@ -200,6 +200,17 @@ MIGRATIONS: builtins.list[str] = [
     );
     CREATE INDEX IF NOT EXISTS polymem_memory_tombstones_scope ON polymem_memory_tombstones (namespace, user_id, deleted_at);
     """,
+    # 10: quarantined sources, kept with the memories so every process on the store honours them
+    """
+    CREATE TABLE polymem_blocked_sources (
+        namespace TEXT NOT NULL,
+        source TEXT NOT NULL,
+        reason TEXT,
+        blocked_at TIMESTAMPTZ NOT NULL,
+        blocked_by TEXT,
+        PRIMARY KEY (namespace, source)
+    );
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

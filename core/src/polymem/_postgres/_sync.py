@@ -161,6 +161,13 @@ class PostgresBackend(PostgresStore, Backend):
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
         return self._call(self.plans.count_foreign_vectors, namespace, model_id)
 
+    def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]:
+        return self._call(self.plans.blocked_sources, namespace)
+
+    def block_source(self, namespace: str, source: str, reason: str | None, actor: str | None,
+                     now: datetime, blocked: bool) -> bool:
+        return self._call(self.plans.block_source, namespace, source, reason, actor, now, blocked)
+
     # bookkeeping
     def reinforce(self, namespace: str, bonuses: Sequence[tuple[str, float]], now: datetime) -> None:
         if bonuses:

@@ -19,14 +19,14 @@ from typing import Any
 _EXPORTS = {
     "AuditLog": "._audit",
     "AuthStore": "._auth",
-    "Classifier": "._guard",
+    "Classifier": ".._guard",
     "Context": "._service",
     "Grant": "._auth",
-    "ReadGuard": "._guard",
-    "RuleClassifier": "._guard",
+    "ReadGuard": ".._guard",
+    "RuleClassifier": ".._guard",
     "Service": "._service",
-    "Verdict": "._guard",
-    "WritePolicy": "._guard",
+    "Verdict": ".._guard",
+    "WritePolicy": ".._guard",
     "create_app": "._app",
 }
 

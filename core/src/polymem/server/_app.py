@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import IO, Annotated, Any, cast
 
-from fastapi import Depends, FastAPI, Header, Request, Security
+from fastapi import Depends, FastAPI, Header, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from .. import operations as ops
-from .._errors import NotFoundError, PolymemError
+from .._errors import InvalidInput, NotFoundError, PolymemError
 from .._models import MemoryRecord, RecallResult
 from ..operations import OPERATIONS, Operation
 from ._errors import (
@@ -117,12 +117,20 @@ def _summary(op: type[Operation[Any]]) -> str:
 def _tag(op: type[Operation[Any]]) -> str:
     if issubclass(op, ops.SessionOperation) or op is ops.Sessions:
         return "sessions"
-    if op.service_only or op.permission == "admin" and op is ops.SetStatus:
+    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release, ops.AuditReplay):
         return "safety"
     return "meta" if op in (ops.Stats, ops.Flush) else "memory"
 
 
 _STREAM = {"application/x-ndjson": {"schema": {"type": "string", "format": "binary"}}}
+
+
+def _query_value(raw: str) -> Any:
+    """A query parameter's value: JSON where it parses as JSON, else the text itself."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: Service, metrics: Metrics) -> None:
@@ -133,15 +141,17 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     method, path = op.route.split(" ", 1)
     body_model, query_model = op.body_model(), op.query_model()
     path_fields = [k for k in op.wire_fields() if "{" + k + "}" in path]
-    query_fields = list(op.query_fields())
+    # A GET has no body: its other parameters come in the query, as JSON values (`?include_quarantined=true`;
+    # a bare date-time, not quoted as JSON, is taken as the text it is).
+    query_fields = op.query_fields()
 
     async def endpoint(ctx: Context, request: Request, body: BaseModel | None = None,
                        **path_values: str | None) -> Response:
         values: dict[str, Any] = dict(body) if body is not None else {}
-        query = {k: path_values.pop(k) for k in query_fields if path_values.get(k) is not None}
+        query = {k: _query_value(raw) for k in query_fields if (raw := path_values.pop(k)) is not None}
         if query_model is not None:
             try:
-                values.update(dict(query_model.model_validate(query)))
+                values.update(query_model.model_validate(query).model_dump(exclude_unset=True))
             except ValidationError as exc:  # answered as a malformed body is
                 raise RequestValidationError(exc.errors()) from None
         values.update(path_values)
@@ -172,8 +182,8 @@ def _add_route(app: FastAPI, op: type[Operation[Any]], ctx_type: Any, service: S
     if body_model is not None:
         params.append(inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY, annotation=body_model))
     params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str) for k in path_fields]
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str | None, default=None)
-               for k in query_fields]
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                                 default=Query(None, description=f.description)) for k, f in query_fields.items()]
     vars(endpoint)["__signature__"] = inspect.Signature(params, return_annotation=Response)
     statuses = (*(BODY if body_model is not None or op.streams else ()), *op.statuses,
                 *((404,) if op.missing_is_none else ()))
@@ -372,7 +382,6 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(request: Request, exc: RequestValidationError) -> Response:
         parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]]
-        from .._errors import InvalidInput
 
         return _error(InvalidInput("; ".join(parts)), request.state.request_id)
 

@@ -267,20 +267,3 @@ class AuthStore:
             grants = self._grants(conn, token_id)
         return Principal(token_id, row[0], {g.namespace: g for g in grants}, grants[0].namespace if grants else "")
 
-    # -- quarantined sources ------------------------------------------------------------------
-    def block_source(self, namespace: str, source: str, reason: str | None, actor: str) -> bool:
-        with self.db.write() as conn:
-            cur = conn.execute("INSERT OR IGNORE INTO blocked_sources VALUES (?, ?, ?, ?, ?)",
-                               (namespace, source, reason, utc_now_iso(), actor))
-            return cur.rowcount > 0
-
-    def unblock_source(self, namespace: str, source: str) -> bool:
-        with self.db.write() as conn:
-            cur = conn.execute("DELETE FROM blocked_sources WHERE namespace = ? AND source = ?", (namespace, source))
-            return cur.rowcount > 0
-
-    def blocked_sources(self, namespace: str) -> dict[str, dict[str, Any]]:
-        with self.db.read() as conn:
-            rows = conn.execute("SELECT source, reason, blocked_at, blocked_by FROM blocked_sources "
-                                "WHERE namespace = ? ORDER BY source", (namespace,)).fetchall()
-        return {s: {"source": s, "reason": r, "blocked_at": at, "blocked_by": by} for s, r, at, by in rows}

@@ -6,12 +6,10 @@ PolymemError
 ├── RequestTimeoutError                  504 timeout
 ├── ServiceUnavailableError              503 unavailable (transport failures, shutting down)
 ├── RateLimitedError                     429 rate_limited (with Retry-After)
-├── InvalidInput
-│   ├── ContentRejectedError             422 content_rejected (write filter, policy "refuse")
-│   └── PayloadTooLargeError             413 payload_too_large
-└── PermissionDeniedError
-    └── SourceBlockedError               403 source_blocked
+└── InvalidInput
+    └── PayloadTooLargeError             413 payload_too_large
 ```
+(ContentRejectedError, 422, and SourceBlockedError, 403, are the core's: the write filter is in the core.)
 Every other class keeps its core `code`; `STATUS` maps it to a status. The
 client maps a JSON error's `code` back to the same class with `error_type()`.
 This module imports nothing heavy, so the client can import it.
@@ -20,7 +18,11 @@ This module imports nothing heavy, so the client can import it.
 from __future__ import annotations
 
 from .. import _errors as core
-from .._errors import InvalidInput, PermissionDeniedError, PolymemError
+from .._errors import ContentRejectedError, InvalidInput, PermissionDeniedError, PolymemError, SourceBlockedError
+
+__all__ = ["STATUS", "AuthenticationError", "ContentRejectedError", "PayloadTooLargeError", "RateLimitedError",
+           "RequestTimeoutError",
+           "ServiceUnavailableError", "SourceBlockedError", "error_type", "status_for"]
 
 
 class AuthenticationError(PolymemError):
@@ -47,22 +49,10 @@ class RateLimitedError(PolymemError):
     code = "rate_limited"
 
 
-class ContentRejectedError(InvalidInput):
-    """The write filter flagged the content and the policy for its source is "refuse"."""
-
-    code = "content_rejected"
-
-
 class PayloadTooLargeError(InvalidInput):
     """The request body exceeded the service's size limit."""
 
     code = "payload_too_large"
-
-
-class SourceBlockedError(PermissionDeniedError):
-    """The memory's source is quarantined (`block_source`); its writes are refused."""
-
-    code = "source_blocked"
 
 
 STATUS: dict[type[PolymemError], int] = {

@@ -6,9 +6,9 @@ in the core), the token store and the audit log. Every operation takes a
 
 1. checks the grant (permission; the users and agent it may act for — a body
    naming anyone else is refused, never trusted),
-2. passes writes through the write filter and recalls through the read guard,
-3. calls the core, and
-4. appends to the audit log before the response is sent.
+2. calls the core, whose write filter and read guard every store applies (only an
+   admin may ask for what the guard withholds, `include_quarantined`, and that is audited),
+3. appends to the audit log before the response is sent.
 
 Mutations run shielded: a request that times out or whose client goes away
 still completes its write *and* its audit entry, and `aclose()` waits for them.
@@ -29,13 +29,13 @@ from .. import _memory
 from .. import operations as ops
 from .._backend import AsyncSessionStore
 from .._errors import InvalidFilterError, InvalidInput, NotFoundError, PermissionDeniedError
+from .._guard import Classifier, RuleClassifier, WritePolicy
 from .._memory import AsyncMemory
 from .._models import ConsolidationReport, ImportReport, MemoryRecord, NearestResult, RecallResult, SessionInfo
 from ..operations import Operation
 from ._audit import AuditLog
 from ._auth import AuthStore, Database, Grant, Principal, auth_db_for
 from ._errors import ContentRejectedError, ServiceUnavailableError, SourceBlockedError
-from ._guard import FLAG_KEYS, Classifier, ReadGuard, RuleClassifier, Verdict, WritePolicy, flag_metadata
 from ._replay import recall_entry, replay, returned
 
 T = TypeVar("T")
@@ -56,23 +56,6 @@ class Context:
         return self.grant.namespace
 
 
-@dataclass
-class Withheld:
-    """What the read guard kept out of a recall, and why."""
-
-    memory_ids: list[str]
-    reasons: dict[str, list[str]]
-
-    def to_dict(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for reasons in self.reasons.values():
-            for reason in reasons:
-                key = reason.split(":")[0]
-                counts[key] = counts.get(key, 0) + 1
-        return {"count": len(self.memory_ids), "by_reason": counts,
-                "memories": [{"memory_id": m, "reasons": self.reasons[m]} for m in self.memory_ids]}
-
-
 # /v1/embed embeds this many texts per step: an abandoned request stops after the step under way.
 EMBED_CHUNK = 4
 
@@ -90,7 +73,6 @@ class Service:
         self.audit = AuditLog(self.db)
         self.classifier: Classifier = classifier or RuleClassifier()
         self.policy = policy or WritePolicy()
-        self.guard = ReadGuard(self.classifier)
         self.open_kwargs = open_kwargs
         self._stores: dict[str, AsyncMemory] = {}
         self._inflight: set[asyncio.Future[Any]] = set()
@@ -103,8 +85,9 @@ class Service:
             raise ServiceUnavailableError("the service is shutting down")
         found = self._stores.get(namespace)
         if found is None:
-            found = self._stores[namespace] = _memory.open_async(self.store_url, namespace=namespace,
-                                                                 **self.open_kwargs)
+            found = self._stores[namespace] = _memory.open_async(
+                self.store_url, namespace=namespace, classifier=self.classifier, write_policy=self.policy,
+                **self.open_kwargs)
         return found
 
     def context(self, token: str | None, namespace: str | None, request_id: str | None = None) -> Context:
@@ -186,61 +169,32 @@ class Service:
         return None, {**(filter or {}), "user_id": {"$in": list(grant.users)}}
 
     async def _visible(self, ctx: Context, memory_id: str) -> MemoryRecord | None:
-        rec = await self.store(ctx.namespace).get(memory_id)
+        """The memory, whatever the read guard says (for writes by its owner's grant), or None."""
+        rec = await self.store(ctx.namespace).get(memory_id, include_quarantined=True)
         return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
 
-    # -- write filter -------------------------------------------------------------------------
-    def _clean_metadata(self, ctx: Context, metadata: Any, keep_from: dict[str, Any] | None = None) -> Any:
-        """Callers cannot set or clear the filter's own keys (only `release` by an admin does)."""
-        if not isinstance(metadata, dict):
-            return metadata
-        out = {k: v for k, v in metadata.items() if k not in FLAG_KEYS and k != "polymem_flag_score"}
-        for key in (*FLAG_KEYS, "polymem_flag_score"):
-            if keep_from and key in keep_from:
-                out[key] = keep_from[key]
-        return out
+    # -- the core's write filter and read guard -------------------------------------------------
+    async def _refusals_audited(self, ctx: Context, work: Awaitable[T], content: Any, source: Any,
+                                user_id: str | None) -> T:
+        """`work`, with a write the core's filter refuses (or a blocked source's) audited as such."""
+        try:
+            return await work
+        except (ContentRejectedError, SourceBlockedError) as exc:
+            await self._audit(ctx, "refuse_write", content=content if isinstance(content, str) else None,
+                              detail={"why": exc.code, "source": source, "user_id": user_id})
+            raise
 
-    def _screen(self, content: Any, source: str, blocked: dict[str, Any]) -> tuple[Verdict | None, str | None]:
-        if source in blocked:
-            raise SourceBlockedError(f"source {source!r} is quarantined in this namespace; its writes are refused")
-        if not isinstance(content, str):
-            return None, None
-        verdict = self.classifier.classify(content, source=source)
-        if not verdict.flagged:
-            return verdict, None
-        action = self.policy.action(source)
-        if action == "refuse":
-            raise ContentRejectedError(
-                f"the write filter flagged this content as an instruction to the agent ({', '.join(verdict.reasons)}); "
-                f"the policy for source {source!r} refuses it")
-        return verdict, action
+    async def _quarantined_read(self, ctx: Context, op: Operation[Any]) -> None:
+        """Only an admin may see what the read guard withholds, and each such read is audited."""
+        if getattr(op, "include_quarantined", False) is True:
+            ctx.grant.require_admin()
+            await self._audit(ctx, "read_quarantined", memory_id=getattr(op, "memory_id", None),
+                              detail={"operation": op.name})
 
-    async def _quarantine(self, store: AsyncMemory, rec: MemoryRecord) -> MemoryRecord:
-        if rec.status != "active":
-            return rec
-        return await store.set_status(rec.memory_id, "blocked")
-
-    async def _screen_saved(self, ctx: Context, records: Sequence[MemoryRecord], action_name: str) -> builtins.list[MemoryRecord]:
-        """Apply the filter to records the core already wrote (ingest, session end)."""
-        store = self.store(ctx.namespace)
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        kept: builtins.list[MemoryRecord] = []
-        for rec in records:
-            try:
-                verdict, action = self._screen(rec.content, rec.source, blocked)
-            except (ContentRejectedError, SourceBlockedError) as exc:
-                await store.delete(rec.memory_id)
-                await self._audit(ctx, "refuse_write", memory_id=rec.memory_id, content=rec.content,
-                                  detail={"via": action_name, "why": exc.code})
-                continue
-            if action is not None and verdict is not None:
-                rec = await store.update(rec.memory_id, metadata=flag_metadata(rec.metadata, verdict, action))
-                if action == "quarantine":
-                    rec = await self._quarantine(store, rec)
-            await self._audit(ctx, action_name, memory_id=rec.memory_id, content=rec.content,
-                              detail={"source": rec.source, "status": rec.status} if action else None)
-            kept.append(rec)
-        return kept
+    @staticmethod
+    def _flags(rec: MemoryRecord) -> dict[str, Any] | None:
+        flags = rec.metadata.get("polymem_flags")
+        return {"source": rec.source, "flags": flags, "status": rec.status} if flags else None
 
     # -- the operation table ------------------------------------------------------------------
     async def execute(self, ctx: Context, op: Operation[R]) -> R:
@@ -255,27 +209,13 @@ class Service:
         ctx.grant.require("write")
         user_id, agent_id = self._write_user(ctx.grant, op.user_id), self._write_agent(ctx.grant, op.agent_id)
         store = self.store(ctx.namespace)
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        try:
-            verdict, action = self._screen(op.content, op.source, blocked)
-        except (ContentRejectedError, SourceBlockedError) as exc:
-            await self._audit(ctx, "refuse_write", content=op.content if isinstance(op.content, str) else None,
-                              detail={"why": exc.code, "source": op.source, "user_id": user_id})
-            raise
-        metadata = self._clean_metadata(ctx, op.metadata)
-        if action is not None and verdict is not None:
-            metadata = flag_metadata(metadata, verdict, action)
-        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id, "metadata": metadata})
+        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id})
 
         async def work() -> MemoryRecord:
-            rec = await store.execute(op)
-            if not ctx.grant.covers_user(rec.user_id):  # an idempotency key of another user's memory
-                raise PermissionDeniedError("this idempotency key belongs to a memory outside your scope")
-            if action == "quarantine":
-                rec = await self._quarantine(store, rec)
-            await self._audit(ctx, "save", memory_id=rec.memory_id, content=rec.content,
-                              detail={"source": op.source, "flags": list(verdict.reasons), "action": action}
-                              if action and verdict else None)
+            # Another user's idempotency key is an unused key to the core: a memory of this user,
+            # that user's row neither returned nor touched (no answer tells whether the key exists).
+            rec = await self._refusals_audited(ctx, store.execute(op), op.content, op.source, user_id)
+            await self._audit(ctx, "save", memory_id=rec.memory_id, content=rec.content, detail=self._flags(rec))
             return rec
 
         return await self._shielded(work())
@@ -297,36 +237,18 @@ class Service:
                 vector=None if op.vectors is None else op.vectors[i])))
         return saved
 
-    def _guarded_filter(self, ctx: Context, user_id: str | None, filter: dict[str, Any] | None,
-                        blocked: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
-        user_id, filter = self._read_scope(ctx.grant, user_id, filter)
-        if blocked and not (filter and "source" in filter):  # push the quarantine down into the search
-            filter = {**(filter or {}), "source": {"$nin": sorted(blocked)}}
-        return user_id, filter
-
     async def recall(self, ctx: Context, op: ops.Recall) -> RecallResult:
         ctx.grant.require("read")
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
         hits = await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
-        passed, withheld = [], Withheld([], {})
-        for hit in hits:
-            reasons = self.guard.reasons(hit.memory, blocked)
-            if reasons:
-                withheld.memory_ids.append(hit.memory.memory_id)
-                withheld.reasons[hit.memory.memory_id] = reasons
-            else:
-                passed.append(hit)
-        for hit in passed:
-            if hit.explanation is not None:
-                hit.explanation["trust"]["guard"] = []  # checked, and nothing found (else withheld)
-        detail: dict[str, Any] = {"returned": returned(passed)}
-        if withheld.memory_ids:
-            detail["withheld"] = withheld.memory_ids
+        withheld = [m["memory_id"] for m in hits.withheld["memories"]]
+        detail: dict[str, Any] = {"returned": returned(list(hits))}
+        if withheld:
+            detail["withheld"] = withheld
         if op.as_of is not None:
             detail["as_of"] = op.as_of.isoformat()
-        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in passed], content=op.query, detail=detail)
-        return RecallResult(passed, withheld.to_dict())
+        await self._audit(ctx, "recall", refs=[h.memory.memory_id for h in hits], content=op.query, detail=detail)
+        return hits
 
     async def embed(self, ctx: Context, texts: Sequence[str]) -> tuple[str, builtins.list[builtins.list[float]]]:
         """The server's embeddings of `texts` (so clients can pass `query_vector`s of the right model)."""
@@ -342,80 +264,62 @@ class Service:
     async def nearest(self, ctx: Context, op: ops.Nearest) -> NearestResult:
         """Plain nearest neighbours, in the caller's scope and through the read guard."""
         ctx.grant.require("read")
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
         found = await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
-        passed, withheld = [], Withheld([], {})
-        for rec, similarity in found:
-            reasons = self.guard.reasons(rec, blocked)
-            if reasons:
-                withheld.memory_ids.append(rec.memory_id)
-                withheld.reasons[rec.memory_id] = reasons
-            else:
-                passed.append((rec, similarity))
-        await self._audit(ctx, "nearest", refs=[r.memory_id for r, _ in passed],
-                          detail={"withheld": withheld.memory_ids} if withheld.memory_ids else None)
-        return NearestResult(passed, withheld.to_dict())
+        withheld = [m["memory_id"] for m in found.withheld["memories"]]
+        await self._audit(ctx, "nearest", refs=[r.memory_id for r, _ in found],
+                          detail={"withheld": withheld} if withheld else None)
+        return found
 
     async def vectors(self, ctx: Context, op: ops.Vectors) -> dict[str, builtins.list[float]]:
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         store = self.store(ctx.namespace)
-        visible = [r.memory_id for r in await asyncio.gather(*(store.get(m) for m in op.memory_ids))
+        visible = [r.memory_id for r in await asyncio.gather(*(store.get(m, include_quarantined=True)
+                                                               for m in op.memory_ids))
                    if r is not None and ctx.grant.covers_user(r.user_id)]
-        found = await store.vectors(visible) if visible else {}
+        found = await store.execute(op.model_copy(update={"memory_ids": visible})) if visible else {}
         return {k: [float(x) for x in v] for k, v in found.items()}
 
     async def get(self, ctx: Context, op: ops.Get) -> MemoryRecord | None:
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         rec = await self.store(ctx.namespace).execute(op)
         return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
 
     async def list(self, ctx: Context, op: ops.ListMemories) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
         return await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
 
     async def get_by_key(self, ctx: Context, op: ops.GetByKey) -> MemoryRecord | None:
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         rec = await self.store(ctx.namespace).execute(op)
         return rec if rec is not None and ctx.grant.covers_user(rec.user_id) else None
 
     async def distinct(self, ctx: Context, op: ops.Distinct) -> builtins.list[Any]:
         ctx.grant.require("read")
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        user_id, filter = self._guarded_filter(ctx, op.user_id, op.filter, blocked)
+        await self._quarantined_read(ctx, op)
+        user_id, filter = self._read_scope(ctx.grant, op.user_id, op.filter)
         return await self.store(ctx.namespace).execute(op.model_copy(update={"user_id": user_id, "filter": filter}))
 
     async def put(self, ctx: Context, op: ops.Put) -> MemoryRecord:
-        """A save or an update by key: the same scope checks, write filter and audit."""
+        """A save or an update by key: the same scope checks and audit."""
         ctx.grant.require("write")
         user_id, agent_id = self._write_user(ctx.grant, op.user_id), self._write_agent(ctx.grant, op.agent_id)
         store = self.store(ctx.namespace)
-        current = await store.get_by_key(op.key)
+        current = await store.get_by_key(op.key, include_quarantined=True)
         if current is not None and not ctx.grant.covers_user(current.user_id):
             raise PermissionDeniedError("this key belongs to a memory outside your scope")
-        kept = current.metadata if current is not None and current.status == "active" else None
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        try:
-            verdict, action = self._screen(op.content, op.source, blocked)
-        except (ContentRejectedError, SourceBlockedError) as exc:
-            await self._audit(ctx, "refuse_write", content=op.content if isinstance(op.content, str) else None,
-                              detail={"why": exc.code, "source": op.source, "user_id": user_id})
-            raise
-        metadata = op.metadata
-        if metadata is not None or action is not None:
-            metadata = self._clean_metadata(ctx, metadata if metadata is not None else kept or {}, keep_from=kept)
-            if action is not None and verdict is not None:
-                metadata = flag_metadata(metadata, verdict, action)
-        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id, "metadata": metadata})
+        op = op.model_copy(update={"user_id": user_id, "agent_id": agent_id})
 
         async def work() -> MemoryRecord:
-            rec = await store.execute(op)
-            if action == "quarantine":
-                rec = await self._quarantine(store, rec)
+            rec = await self._refusals_audited(ctx, store.execute(op), op.content, op.source, user_id)
             await self._audit(ctx, "put", memory_id=rec.memory_id, content=rec.content,
                               detail={"key": op.key, "version": rec.version,
-                                      "flags": list(verdict.reasons) if action and verdict else None})
+                                      "flags": rec.metadata.get("polymem_flags")})
             return rec
 
         return await self._shielded(work())
@@ -426,23 +330,11 @@ class Service:
         if current is None:
             raise NotFoundError(f"no memory {op.memory_id!r}")
         store = self.store(ctx.namespace)
-        blocked = await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)
-        verdict, action = self._screen(op.content, current.source, blocked) if op.content is not None else (None, None)
-        metadata = op.metadata
-        if metadata is not None or action is not None:
-            metadata = self._clean_metadata(ctx, metadata if metadata is not None else current.metadata,
-                                            keep_from=current.metadata)
-            if action is not None and verdict is not None:
-                metadata = flag_metadata(metadata, verdict, action)
-        op = op.model_copy(update={"metadata": metadata})
 
         async def work() -> MemoryRecord:
-            rec = await store.execute(op)
-            if action == "quarantine":
-                rec = await self._quarantine(store, rec)
+            rec = await self._refusals_audited(ctx, store.execute(op), op.content, current.source, current.user_id)
             await self._audit(ctx, "update", memory_id=op.memory_id, content=rec.content,
-                              detail={"version": rec.version, "flags": list(verdict.reasons) if action and verdict
-                                      else None})
+                              detail={"version": rec.version, "flags": rec.metadata.get("polymem_flags")})
             return rec
 
         return await self._shielded(work())
@@ -502,6 +394,7 @@ class Service:
 
     async def history(self, ctx: Context, op: ops.History) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         versions = await self.store(ctx.namespace).execute(op)
         return versions if versions and ctx.grant.covers_user(versions[-1].user_id) else []
 
@@ -513,7 +406,9 @@ class Service:
 
         async def work() -> builtins.list[MemoryRecord]:
             saved: builtins.list[MemoryRecord] = await store.execute(op)
-            return await self._screen_saved(ctx, saved, "ingest")
+            for rec in saved:
+                await self._audit(ctx, "ingest", memory_id=rec.memory_id, content=rec.content, detail=self._flags(rec))
+            return saved
 
         return await self._shielded(work())
 
@@ -542,11 +437,13 @@ class Service:
     async def export_stream(self, ctx: Context, op: ops.ExportSnapshot) -> tuple[IO[bytes], int]:
         """Write the snapshot to a temporary file (streamed to the client by the app)."""
         ctx.grant.require("read")
+        await self._quarantined_read(ctx, op)
         user_id = op.user_id
         if ctx.grant.users is not None:
             user_id = self._write_user(ctx.grant, user_id)
         target: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the streaming response
-        count = await self.store(ctx.namespace).export_snapshot(target, user_id=user_id)
+        count = await self.store(ctx.namespace).export_snapshot(target, user_id=user_id,
+                                                                include_quarantined=op.include_quarantined)
         target.seek(0)
         await self._audit(ctx, "export", detail={"user_id": user_id, "memories": count})
         return target, count
@@ -573,26 +470,24 @@ class Service:
 
     # -- quarantine ---------------------------------------------------------------------------
     async def block_source(self, ctx: Context, op: ops.BlockSource) -> dict[str, Any]:
-        """Mark a source polluted: its memories leave recall, its writes are refused. Reversible."""
+        """Mark a source polluted: its memories leave every read, its writes are refused. Reversible."""
         ctx.grant.require_admin()
-        source, reason = op.source, op.reason
-        if not isinstance(source, str) or not source.strip():
-            raise InvalidInput("source must be a non-empty string")
-        await asyncio.to_thread(self.tokens.block_source, ctx.namespace, source, reason, ctx.actor)
-        hidden = await self.store(ctx.namespace).list(filter={"source": source}, limit=10_000)
+        store = self.store(ctx.namespace)
+        result = await store.execute(op)
+        hidden = await store.list(filter={"source": op.source}, status=None, limit=10_000, include_quarantined=True)
         await self._audit(ctx, "block_source", refs=[r.memory_id for r in hidden],
-                          detail={"source": source, "reason": reason})
-        return {"source": source, "blocked": True, "memories_hidden": len(hidden)}
+                          detail={"source": op.source, "reason": op.reason})
+        return {k: v for k, v in result.items() if k != "was_blocked"}
 
     async def unblock_source(self, ctx: Context, op: ops.UnblockSource) -> dict[str, Any]:
         ctx.grant.require_admin()
-        was = await asyncio.to_thread(self.tokens.unblock_source, ctx.namespace, op.source)
-        await self._audit(ctx, "unblock_source", detail={"source": op.source, "was_blocked": was})
-        return {"source": op.source, "blocked": False, "was_blocked": was}
+        result = await self.store(ctx.namespace).execute(op)
+        await self._audit(ctx, "unblock_source", detail={"source": op.source, "was_blocked": result["was_blocked"]})
+        return result
 
     async def blocked_sources(self, ctx: Context, op: ops.BlockedSources | None = None) -> builtins.list[dict[str, Any]]:
         ctx.grant.require("read")
-        return builtins.list((await asyncio.to_thread(self.tokens.blocked_sources, ctx.namespace)).values())
+        return await self.store(ctx.namespace).blocked_sources()
 
     async def release(self, ctx: Context, op: ops.Release) -> MemoryRecord:
         """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
@@ -600,11 +495,7 @@ class Service:
         current = await self._visible(ctx, op.memory_id)
         if current is None:
             raise NotFoundError(f"no memory {op.memory_id!r}")
-        store = self.store(ctx.namespace)
-        metadata = {k: v for k, v in current.metadata.items() if k not in FLAG_KEYS and k != "polymem_flag_score"}
-        metadata["polymem_trust"] = "reviewed"
-        await store.update(op.memory_id, metadata=metadata)
-        rec = await store.set_status(op.memory_id, "active")
+        rec = await self.store(ctx.namespace).execute(op)
         await self._audit(ctx, "release", memory_id=op.memory_id, content=rec.content,
                           detail={"previous_flags": current.metadata.get("polymem_flags")})
         return rec
@@ -633,8 +524,6 @@ class Service:
 
         async def work() -> Any:
             result = await store.execute(op)
-            if isinstance(op, ops.SessionEnd):
-                result = await self._screen_saved(ctx, result, "session_end")
             texts = [m.content for m in op.messages] if isinstance(op, (ops.SessionAdd, ops.SessionReplace)) else None
             await self._audit(ctx, f"session_{op.name}", content="\n".join(texts) if texts is not None else None,
                               refs=[r.memory_id for r in result] if isinstance(op, ops.SessionEnd) else (),

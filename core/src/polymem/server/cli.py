@@ -94,8 +94,8 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
 
         raise missing_extra(exc.name or "uvicorn", "server") from exc
 
+    from .._guard import WritePolicy
     from ._app import create_app
-    from ._guard import WritePolicy
     from ._service import Service
 
     store_url = _store_url(url)
@@ -121,6 +121,12 @@ def _open_auth(url: str | None, auth_db: str | None) -> Any:
     log = AuditLog(db)
     click.get_current_context().call_on_close(log.checkpoint)  # the command's end is a shutdown: sign the head
     return AuthStore(db), log
+
+
+def _open_store(url: str | None, namespace: str) -> Any:
+    from .._memory import open as open_store
+
+    return open_store(_store_url(url), namespace=namespace, embedder=None)
 
 
 def _actor() -> str:
@@ -310,11 +316,13 @@ def source() -> None:
 @click.option("--namespace", default="default", show_default=True)
 @click.option("--reason", default=None, help="Why (kept with the block and in the audit log).")
 def source_block(url: str | None, auth_db: str | None, name: str, namespace: str, reason: str | None) -> None:
-    """Hide the source's memories from recall and refuse its writes (a running server sees it at once)."""
-    store, log = _open_auth(url, auth_db)
-    store.block_source(namespace, name, reason, _actor())
+    """Hide the source's memories from every read and refuse its writes (every process on the store
+    sees it at once: the quarantine is kept in the store)."""
+    with _open_store(url, namespace) as mem:
+        result = mem.block_source(name, reason=reason)
+    _, log = _open_auth(url, auth_db)
     log.append(_actor(), "block_source", namespace, detail={"source": name, "reason": reason})
-    click.echo(f"blocked source {name!r} in {namespace}")
+    click.echo(f"blocked source {name!r} in {namespace} ({result['memories_hidden']} memories hidden)")
 
 
 @source.command("unblock")
@@ -323,8 +331,9 @@ def source_block(url: str | None, auth_db: str | None, name: str, namespace: str
 @click.option("--namespace", default="default", show_default=True)
 def source_unblock(url: str | None, auth_db: str | None, name: str, namespace: str) -> None:
     """Lift a quarantine: the source's memories are recalled again."""
-    store, log = _open_auth(url, auth_db)
-    was = store.unblock_source(namespace, name)
+    with _open_store(url, namespace) as mem:
+        was = mem.unblock_source(name)["was_blocked"]
+    _, log = _open_auth(url, auth_db)
     log.append(_actor(), "unblock_source", namespace, detail={"source": name, "was_blocked": was})
     click.echo(f"unblocked source {name!r} in {namespace}" if was else f"{name!r} was not blocked")
 
@@ -334,9 +343,9 @@ def source_unblock(url: str | None, auth_db: str | None, name: str, namespace: s
 @click.option("--namespace", default="default", show_default=True)
 def source_list(url: str | None, auth_db: str | None, namespace: str) -> None:
     """List the quarantined sources of a namespace."""
-    store, _ = _open_auth(url, auth_db)
-    for item in store.blocked_sources(namespace).values():
-        click.echo(f"{item['source']}  blocked {item['blocked_at']} by {item['blocked_by']}: {item['reason'] or ''}")
+    with _open_store(url, namespace) as mem:
+        for item in mem.blocked_sources():
+            click.echo(f"{item['source']}  blocked {item['blocked_at']}: {item['reason'] or ''}")
 
 
 @click.group(cls=_Errors)

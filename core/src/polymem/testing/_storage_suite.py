@@ -94,6 +94,16 @@ class RecordStoreConformance:
         (stored,) = call(records.get(NS, [a.memory_id]))
         assert (stored.version, stored.importance) == (a.version, a.importance)
 
+    def test_a_blocked_source_is_kept_per_namespace_until_unblocked(self, records: Any) -> None:
+        assert call(records.block_source(NS, "tool:web", "compromised", "ops", NOW, True)) is True
+        assert call(records.block_source(NS, "tool:web", "again", "ops", NOW, True)) is False
+        found = call(records.blocked_sources(NS))
+        assert list(found) == ["tool:web"] and (found["tool:web"]["reason"], found["tool:web"]["blocked_by"]) == \
+            ("compromised", "ops")
+        assert call(records.blocked_sources(NS + "-other")) == {}
+        assert call(records.block_source(NS, "tool:web", None, None, NOW, False)) is True
+        assert call(records.blocked_sources(NS)) == {}
+
 
     def test_delete_keeps_a_tombstone_that_as_of_sees_through(self, records: Any) -> None:
         (a,) = self._insert(records, "alpha fact")

@@ -873,9 +873,10 @@ class Engine:
 
     def history(self, memory_id: str, *, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
-        if include_quarantined is not True and (yield from self.get(memory_id, include_quarantined=include_quarantined)) is None:
-            return []  # the guard judges a memory by its current version
-        return (yield _backend("history", self.namespace, memory_id))
+        versions = yield _backend("history", self.namespace, memory_id)
+        # The guard judges a memory by its latest version (a deleted memory keeps its versions).
+        latest = yield from self._visible(versions[-1:], include_quarantined)
+        return versions if latest else []
 
     def ingest(self, messages: Sequence[Message], *, user_id: str | None, agent_id: str | None = None,
                session_id: str | None = None) -> Plan:

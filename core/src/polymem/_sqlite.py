@@ -146,7 +146,7 @@ MIGRATIONS: builtins.list[str] = [
     """,
     # 6: quarantined sources, kept with the memories so every process on the file honours them
     """
-    CREATE TABLE blocked_sources (
+    CREATE TABLE IF NOT EXISTS blocked_sources (
         namespace TEXT NOT NULL,
         source TEXT NOT NULL,
         reason TEXT,

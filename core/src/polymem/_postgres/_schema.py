@@ -202,7 +202,7 @@ MIGRATIONS: builtins.list[str] = [
     """,
     # 10: quarantined sources, kept with the memories so every process on the store honours them
     """
-    CREATE TABLE polymem_blocked_sources (
+    CREATE TABLE IF NOT EXISTS polymem_blocked_sources (
         namespace TEXT NOT NULL,
         source TEXT NOT NULL,
         reason TEXT,

@@ -163,6 +163,24 @@ def test_a_snapshot_the_store_cannot_hold_is_a_snapshot_error(mem: Any, edit: st
         target.import_snapshot(io.BytesIO(data))
 
 
+def test_a_snapshot_session_without_messages_is_imported_as_an_empty_session() -> None:
+    lines = copy.deepcopy(SNAPSHOT)
+    lines[2].pop("messages", None)
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with polymem.open("memory://", embedder=None) as target:
+        report = target.import_snapshot(io.BytesIO(data))
+        assert report.sessions == 1
+        assert target.session(lines[2]["session_id"], user_id=lines[2]["user_id"]).transcript() == []
+
+
+def test_a_snapshot_session_message_missing_its_fields_is_a_snapshot_error() -> None:
+    lines = copy.deepcopy(SNAPSHOT)
+    lines[2]["messages"] = [{"tokens": 3}]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    with polymem.open("memory://", embedder=None) as target, pytest.raises(polymem.SnapshotError):
+        target.import_snapshot(io.BytesIO(data))
+
+
 def test_a_snapshot_reusing_a_stored_idempotency_key_counts_it_as_a_duplicate() -> None:
     lines = copy.deepcopy(SNAPSHOT)
     lines[1]["record"]["memory_id"] = "another-id"

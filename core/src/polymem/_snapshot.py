@@ -182,10 +182,15 @@ def _check_session(session: dict[str, Any]) -> None:
     summary = session.get("summary")
     if summary is not None and not isinstance(summary, str):
         raise SnapshotError("summary must be text or null")
-    for m in _sequence(session.get("messages") or [], "messages"):
+    session.setdefault("messages", [])  # a session row without messages is an empty session
+    for m in _sequence(session["messages"], "messages"):
+        if not isinstance(m, dict) or not {"message", "tokens", "in_window"} <= m.keys():
+            raise SnapshotError("a session message needs message, tokens and in_window")
         Message.from_dict(m["message"])
         if isinstance(m["tokens"], bool) or not isinstance(m["tokens"], int) or not 0 <= m["tokens"] < 2**31:
             raise SnapshotError(f"tokens must be a non-negative integer, got {m['tokens']!r}")
+        if not isinstance(m["in_window"], bool):
+            raise SnapshotError(f"in_window must be true or false, got {m['in_window']!r}")
 
 
 def _numbered(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -9,13 +9,20 @@ time, which a busy machine disturbs less) on:
 - the torch path: an empty data folder, so the default embedder is sentence-transformers;
 - lexical only (`--no-embedder`): the floor, Python and polymem's own import plus the search.
 
-The three alternate run after run (the machine's busy moments hit them alike). Prints a table of
+With `--baseline-src`, the ONNX path also runs on another source tree (say a checkout of main), so
+a change is measured against what it changes, in the same run. Every process runs this tree's
+polymem (`core/src` beside this script) unless it is the baseline's, and writes its .pyc files as
+a user's would (PYTHONDONTWRITEBYTECODE is dropped).
+
+The paths alternate run after run (the machine's busy moments hit them alike). Prints a table of
 wall-clock seconds per process (median, min, max; target: the ONNX path <= 1 s at 10,000 memories)
-with the machine's load, and appends it to bench/results/cold_start.md unless --no-record.
+and of CPU seconds, with the machine's load, and appends it to bench/results/cold_start.md unless
+--no-record.
 
     python bench/bench_cold_start.py                            # 10,000 memories, 7 runs of each
     python bench/bench_cold_start.py --size 200 --runs 1 --no-record
     python bench/bench_cold_start.py --onnx-home ~/.local/share/polymem   # reuse an exported model
+    python bench/bench_cold_start.py --baseline-src ../main/core/src --no-torch
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import polymem
 from polymem._embedders import export_onnx_model
 
 RESULTS = Path(__file__).parent / "results" / "cold_start.md"
+SOURCES = Path(__file__).resolve().parents[1] / "core" / "src"
 WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar running "
          "swimming budget travel flight hotel doctor dentist birthday project deadline kyoto chocolate wine").split()
 
@@ -72,10 +80,11 @@ def fill(path: Path, size: int, home: Path) -> None:
                     mem.save_many(drafts, user_id=f"u{user}")
 
 
-def timed(args: list[str], home: Path) -> tuple[float, float]:
+def timed(args: list[str], home: Path, sources: Path = SOURCES) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one process: on a busy machine the CPU time is the steadier figure."""
-    env = {**os.environ, "POLYMEM_HOME": str(home)}
+    env = {**os.environ, "POLYMEM_HOME": str(home), "PYTHONPATH": str(sources)}
     env.pop("POLYMEM_EMBEDDER", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -84,11 +93,21 @@ def timed(args: list[str], home: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _commit(tree: Path) -> str:
+    """The short commit of the checkout holding `tree` (and `+changes` when it has uncommitted ones)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True).stdout.strip()
+
+    return (git("rev-parse", "--short", "HEAD") or "?") + ("+changes" if git("status", "--porcelain", ".") else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--onnx-home", help="a POLYMEM_HOME that already holds the exported model")
+    parser.add_argument("--baseline-src", type=Path, help="another tree's core/src: run the ONNX path on it too")
+    parser.add_argument("--no-torch", action="store_true", help="leave out the torch path (10-70 s a run)")
     parser.add_argument("--no-record", action="store_true", help=f"print only; do not append to {RESULTS.name}")
     opts = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="polymem-cold-"))
@@ -100,37 +119,44 @@ def main() -> None:
         fill(store, opts.size, home)
         recall = [*polymem_command(), "recall", "which meetings are in berlin", "--user", "u0", "--url",
                   f"sqlite:///{store}"]
-        paths = {"ONNX fast path (exported model present)": (recall, home),
-                 "torch (sentence-transformers)": (recall, empty),
-                 "lexical only (--no-embedder)": ([*recall, "--no-embedder"], empty)}
-        for args, where in paths.values():  # warm the page cache and .pyc files once
-            timed(args, where)
+        paths = {"ONNX fast path (exported model present)": (recall, home, SOURCES)}
+        if opts.baseline_src:
+            paths[f"ONNX fast path, baseline `{opts.baseline_src}`"] = (recall, home, opts.baseline_src.resolve())
+        if not opts.no_torch:
+            paths["torch (sentence-transformers)"] = (recall, empty, SOURCES)
+        paths["lexical only (--no-embedder)"] = ([*recall, "--no-embedder"], empty, SOURCES)
+        for args, where, sources in paths.values():  # warm the page cache and .pyc files once
+            timed(args, where, sources)
         load_before = os.getloadavg()[0]
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in paths}
         for _ in range(opts.runs):
-            for name, (args, where) in paths.items():
-                times[name].append(timed(args, where))
+            for name, (args, where, sources) in paths.items():
+                times[name].append(timed(args, where, sources))
         load_after = os.getloadavg()[0]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    onnx = statistics.median(wall for wall, _ in times[next(iter(paths))])
+    first = times[next(iter(paths))]
+    onnx, onnx_cpu = statistics.median(wall for wall, _ in first), statistics.median(cpu for _, cpu in first)
     lines = [
         f"### `polymem recall`, whole process, {opts.size:,} memories "
         f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)",
         "",
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, polymem "
-        f"{polymem.__version__}; {opts.runs} runs of each, alternating; 1-minute load average "
+        f"{polymem.__version__} at {_commit(SOURCES)}"
+        f"{f' (baseline at {_commit(opts.baseline_src)})' if opts.baseline_src else ''}; {opts.runs} runs of each, "
+        "alternating; 1-minute load average "
         f"{load_before:.1f} before, {load_after:.1f} after.",
         "",
-        "| path | wall median s | wall min s | wall max s | CPU median s | wall vs ONNX |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| path | wall median s | wall min s | wall max s | CPU median s | CPU min s | wall vs ONNX | CPU vs ONNX |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, runs in times.items():
         walls = [wall for wall, _ in runs]
         median = statistics.median(walls)
-        cpu = statistics.median(cpu for _, cpu in runs)
-        lines.append(f"| {name} | {median:.2f} | {min(walls):.2f} | {max(walls):.2f} | {cpu:.2f} | "
-                     f"{median / onnx:.1f}x |")
+        cpus = [cpu for _, cpu in runs]
+        cpu = statistics.median(cpus)
+        lines.append(f"| {name} | {median:.2f} | {min(walls):.2f} | {max(walls):.2f} | {cpu:.2f} | {min(cpus):.2f} | "
+                     f"{median / onnx:.2f}x | {cpu / onnx_cpu:.2f}x |")
     text = "\n".join(lines) + "\n"
     print(text)
     if not opts.no_record:

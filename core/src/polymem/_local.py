@@ -8,7 +8,6 @@ thread, so the event loop never blocks on SQLite or on the embedding model.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import inspect
 from collections.abc import Callable, Sequence
@@ -236,14 +235,14 @@ class LocalTransport:
             store = self._store(op)
             if inspect.iscoroutinefunction(getattr(store, op.method)):
                 return await op.run(store)
-            return await asyncio.to_thread(op.run, store)
+            return await _in_thread(op.run, store)
         target = self._target(op, asynchronous=True)
         if op.target == "call":  # a plug-in's async twin (aextract, asummarize…) runs on this loop
             twin = getattr(getattr(target, "__self__", None), "a" + getattr(target, "__name__", ""), None)
             target = twin if inspect.iscoroutinefunction(twin) else target
         if inspect.iscoroutinefunction(target):
             return await target(*op.args, **op.kwargs)
-        return await asyncio.to_thread(target, *op.args, **op.kwargs)
+        return await _in_thread(target, *op.args, **op.kwargs)
 
     def _lock(self, op: ops.Operation[Any]) -> Any:
         """Consolidation runs under a cross-instance lock: the session store's where it has one
@@ -281,11 +280,11 @@ class LocalTransport:
 
     async def aclose(self) -> None:
         if self._twin is not None:
-            await asyncio.to_thread(self._twin.close)
+            await _in_thread(self._twin.close)
         if not self._closed:
             for store in self._stores():
                 close = store.close
-                await (close() if inspect.iscoroutinefunction(close) else asyncio.to_thread(close))
+                await (close() if inspect.iscoroutinefunction(close) else _in_thread(close))
             self._closed = True
 
 
@@ -293,7 +292,15 @@ async def _arun(store: object, func: Callable[..., Any], *args: Any) -> Any:
     """`func(*args)` awaited on this loop for a natively async store, else in a worker thread."""
     if isinstance(store, (AsyncRecordStore, AsyncSessionStore)):
         return await func(*args)
-    return await asyncio.to_thread(func, *args)
+    return await _in_thread(func, *args)
+
+
+async def _in_thread(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`func` in a worker thread of the running loop. asyncio is imported here, where a loop already
+    runs: a synchronous process (a CLI call) never imports it."""
+    import asyncio
+
+    return await asyncio.to_thread(func, *args, **kwargs)
 
 
 async def _maybe_await(value: Any) -> Any:

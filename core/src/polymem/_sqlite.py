@@ -335,8 +335,8 @@ class _ScopeBlock:
     def _code_for(self, label: str | None) -> int:
         return self._codes.setdefault(label, len(self._codes))
 
-    def _grow(self, dimension: int) -> None:
-        capacity = max(64, 2 * len(self.rowids))
+    def _grow(self, dimension: int, needed: int) -> None:
+        capacity = max(64, 2 * len(self.rowids), needed)
         for name, dtype in (("matrix", np.float32), ("codes", np.int8)):
             grown_matrix = np.zeros((capacity, dimension), dtype=dtype)
             if self.size:
@@ -348,19 +348,28 @@ class _ScopeBlock:
             grown[: self.size] = old[: self.size]
             setattr(self, name, grown)
 
-    def put(self, rowid: int, vector: np.ndarray, agent_id: str | None, category: str, expire_at: int | None) -> None:
-        slot = self.slots.get(rowid)
-        if slot is None:
-            if self.size == len(self.rowids):
-                self._grow(len(vector))
-            slot = self.slots[rowid] = self.size
-            self.size += 1
-        self.rowids[slot] = rowid
-        self.matrix[slot] = vector
-        self.stale[slot] = self.any_stale = True
-        self.agents[slot] = self._code_for(agent_id)
-        self.categories[slot] = self._code_for(category)
-        self.expire[slot] = _NEVER if expire_at is None else expire_at
+    def put(self, rows: Sequence[tuple[int, bytes, str | None, str, int | None]]) -> None:
+        """Add or replace rows `(rowid, float32 vector bytes, agent_id, category, expire_at)`, all at
+        once: a process's first search loads every vector of the store through here (at 10k rows,
+        one row at a time cost 0.15 s of a CLI recall's second)."""
+        slots = np.empty(len(rows), dtype=np.int64)
+        size = self.size
+        for i, row in enumerate(rows):
+            slot = self.slots.get(row[0])
+            if slot is None:
+                slot = self.slots[row[0]] = size
+                size += 1
+            slots[i] = slot
+        vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        if size > len(self.rowids):
+            self._grow(vectors.shape[1], size)
+        self.size = size
+        self.rowids[slots] = [row[0] for row in rows]
+        self.matrix[slots] = vectors
+        self.stale[slots] = self.any_stale = True
+        self.agents[slots] = [self._code_for(row[2]) for row in rows]
+        self.categories[slots] = [self._code_for(row[3]) for row in rows]
+        self.expire[slots] = [_NEVER if row[4] is None else row[4] for row in rows]
 
     def drop(self, rowid: int) -> None:
         slot = self.slots.pop(rowid, None)
@@ -432,6 +441,7 @@ class _VectorCache:
     def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
         for rowid in deleted:
             self._forget(rowid)
+        kept: dict[tuple[str, str | None], builtins.list[tuple[int, bytes, str | None, str, int | None]]] = {}
         for rowid, namespace, user_id, agent_id, category, status, expire_at, model, blob in rows:
             self._forget(rowid)
             if status != "active":
@@ -440,9 +450,13 @@ class _VectorCache:
                 self.foreign[rowid] = namespace
                 continue
             key = (namespace, user_id)
-            vector = np.frombuffer(blob, dtype=np.float32)
-            self.blocks.setdefault(key, _ScopeBlock()).put(rowid, vector, agent_id, category, expire_at)
+            kept.setdefault(key, []).append((rowid, blob, agent_id, category, expire_at))
             self.where[rowid] = key
+        for key, scope_rows in kept.items():
+            block = self.blocks.get(key)
+            if block is None:
+                block = self.blocks[key] = _ScopeBlock()
+            block.put(scope_rows)
 
     def _forget(self, rowid: int) -> None:
         self.foreign.pop(rowid, None)

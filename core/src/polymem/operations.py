@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
+from typing import IO, TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, create_model
 from pydantic.fields import FieldInfo
@@ -53,8 +53,15 @@ Progress = Callable[[int], None]
 __all__ = ["OPERATIONS", "Codec", "Operation", "SessionOperation", "SessionSpec", "by_name"]
 
 
+class _Model(BaseModel):
+    """The table's models build their validators and schemas on first use, not at import: a process
+    (a CLI call) uses a few of the ~100, and building all of them cost a third of `import polymem`."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
 # -- wire types: Python values in, JSON out, one JSON schema -----------------------------------
-class _Strict(BaseModel):
+class _Strict(_Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -113,10 +120,19 @@ def _draft_out(draft: MemoryDraft) -> dict[str, Any]:
             "importance": draft.importance, "entities": list(draft.entities), "metadata": dict(draft.metadata)}
 
 
-WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict),
-                        WithJsonSchema(MessageWire.model_json_schema())]
-WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(_draft_out),
-                      WithJsonSchema(DraftWire.model_json_schema())]
+@dataclass(frozen=True)
+class _SchemaOf:
+    """`WithJsonSchema(model.model_json_schema())`, made when a schema is asked for: made at import,
+    it would build the model (and load pydantic's plugins) in every process."""
+
+    model: type[BaseModel]
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return self.model.model_json_schema()
+
+
+WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict), _SchemaOf(MessageWire)]
+WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(_draft_out), _SchemaOf(DraftWire)]
 def _timestamp(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value
@@ -140,7 +156,7 @@ IncludeQuarantined = Annotated[bool, Field(
 
 
 # -- results: how each operation's result travels ----------------------------------------------
-class MemoryOut(BaseModel):
+class MemoryOut(_Model):
     memory_id: str
     content: str
     category: str
@@ -162,19 +178,19 @@ class MemoryOut(BaseModel):
     status: str
 
 
-class MatchedTermOut(BaseModel):
+class MatchedTermOut(_Model):
     term: str
     weight: float = Field(description="BM25 inverse document frequency of the term in the store.")
     documents: int = Field(description="Memories holding the term (as the search counted them).")
     searched: bool = Field(description="False: too common, the full-text search left it out.")
 
 
-class TextRankOut(BaseModel):
+class TextRankOut(_Model):
     rank: float | None = Field(description="BM25 relative to the best full-text match, in [0, 1]; None: no match.")
     terms: list[MatchedTermOut] = Field(description="The query's terms this memory holds.")
 
 
-class RelevanceOut(BaseModel):
+class RelevanceOut(_Model):
     value: float
     mode: Literal["hybrid", "lexical"]
     vector_weight: float | None = Field(description="Weight of the cosine (the full-text rank has 1 - it).")
@@ -182,7 +198,7 @@ class RelevanceOut(BaseModel):
     admit_similarity: float | None = Field(description="The cosine this recall's candidates needed without a text match.")
 
 
-class LiveOut(BaseModel):
+class LiveOut(_Model):
     value: float
     base: float = Field(description="The memory's importance (its base score).")
     base_by_source: float = Field(description="The base score its source gives a new memory.")
@@ -196,19 +212,19 @@ class LiveOut(BaseModel):
     at: datetime
 
 
-class BlendOut(BaseModel):
+class BlendOut(_Model):
     live_weight: float
     formula: str
 
 
-class TrustOut(BaseModel):
+class TrustOut(_Model):
     level: str | None = Field(description="The memory's polymem_trust mark (None: as its source).")
     flags: list[str] = Field(description="What the write filter flagged.")
     guard: list[str] | None = Field(
         default=None, description="The service's read guard: [] passed (withheld hits are not returned); None: no guard ran.")
 
 
-class ExplanationOut(BaseModel):
+class ExplanationOut(_Model):
     """Why a memory was recalled: every part of its score (`recall(..., explain=True)`)."""
 
     score: float
@@ -229,33 +245,33 @@ class HitOut(MemoryOut):
     explanation: ExplanationOut | None = None
 
 
-class WithheldMemoryOut(BaseModel):
+class WithheldMemoryOut(_Model):
     memory_id: str
     reasons: list[str]
 
 
-class WithheldOut(BaseModel):
+class WithheldOut(_Model):
     count: int
     by_reason: dict[str, int]
     memories: list[WithheldMemoryOut]
 
 
-class RecallOut(BaseModel):
+class RecallOut(_Model):
     memories: list[HitOut]
     withheld: WithheldOut
 
 
-class NeighbourOut(BaseModel):
+class NeighbourOut(_Model):
     memory: MemoryOut
     similarity: float
 
 
-class NearestOut(BaseModel):
+class NearestOut(_Model):
     neighbours: list[NeighbourOut]
     withheld: WithheldOut
 
 
-class MessageOut(BaseModel):
+class MessageOut(_Model):
     role: str
     content: str
     name: str | None
@@ -267,7 +283,7 @@ class MessageOut(BaseModel):
     created_at: datetime | None
 
 
-class SessionInfoOut(BaseModel):
+class SessionInfoOut(_Model):
     session_id: str
     user_id: str | None
     agent_id: str | None
@@ -280,7 +296,7 @@ class SessionInfoOut(BaseModel):
     window_count: int
 
 
-class ConsolidationOut(BaseModel):
+class ConsolidationOut(_Model):
     expired: list[str]
     archived: list[str]
     merged: dict[str, list[str]]
@@ -288,7 +304,7 @@ class ConsolidationOut(BaseModel):
     sessions_expired: int
 
 
-class ImportOut(BaseModel):
+class ImportOut(_Model):
     imported: int
     duplicates: int
     reembedded: int
@@ -296,18 +312,18 @@ class ImportOut(BaseModel):
     skipped: list[list[str]]
 
 
-class StatsOut(BaseModel):
+class StatsOut(_Model):
     model_config = ConfigDict(extra="allow")
 
 
-class SourceOut(BaseModel):
+class SourceOut(_Model):
     source: str
     blocked: bool
     memories_hidden: int | None = None
     was_blocked: bool | None = None
 
 
-class BlockedSourceOut(BaseModel):
+class BlockedSourceOut(_Model):
     source: str
     reason: str | None
     blocked_at: str
@@ -352,7 +368,7 @@ def _wrapped(key: str, schema: Any, encode: Callable[[Any], Any], decode: Callab
              name: str) -> Codec[Any]:
     """A result sent as `{key: value}`."""
     fields: dict[str, Any] = {key: (schema, ...)}
-    model = create_model(name, **fields)
+    model = create_model(name, __base__=_Model, **fields)
     return Codec(model, lambda value: {key: encode(value)}, lambda data: decode(data[key]))
 
 
@@ -397,7 +413,7 @@ EXPORTED: Codec[int] = Codec(COUNT.schema, int, int)  # the body streams; the co
 
 
 # -- the operations ---------------------------------------------------------------------------
-class Operation(BaseModel, Generic[R]):
+class Operation(_Model, Generic[R]):
     """One call of a store operation: the parameters, plus the class-level facts every surface reads."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -474,6 +490,12 @@ class Operation(BaseModel, Generic[R]):
 
     def is_retry_safe(self) -> bool:
         return self.idempotent
+
+    if not TYPE_CHECKING:
+        def __class_getitem__(cls, result: Any) -> type[Operation[Any]]:
+            # The result type is for the type checker: at run time `Operation[R]` is the class itself.
+            # pydantic would make (and build, loading its plugins) a subclass per result type at import.
+            return cls
 
     @classmethod
     def body_model(cls) -> type[BaseModel] | None:
@@ -562,7 +584,7 @@ def _optional_on_wire(info: FieldInfo) -> FieldInfo:
     return info
 
 
-class SessionSpec(BaseModel):
+class SessionSpec(_Model):
     """The settings of one working-memory session handle (`Memory.session(...)`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -1052,7 +1074,7 @@ class BlockedSources(Operation[list[dict[str, Any]]]):
     idempotent = True
 
 
-class ReplayedMemoryOut(BaseModel):
+class ReplayedMemoryOut(_Model):
     memory_id: str
     version: int
     score: float
@@ -1061,7 +1083,7 @@ class ReplayedMemoryOut(BaseModel):
     memory: MemoryOut | None
 
 
-class ReplayOut(BaseModel):
+class ReplayOut(_Model):
     entry: dict[str, Any]
     chain_ok: bool
     problems: list[dict[str, Any]]

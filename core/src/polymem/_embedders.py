@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -219,7 +220,8 @@ class OnnxEmbedder:
     @property
     def dimension(self) -> int:
         if self._dim is None:
-            self._dim = len(self.embed(["dimension probe"])[0])
+            width = self._load()[0].get_outputs()[0].shape[-1]  # the model states it: no probe to embed
+            self._dim = width if isinstance(width, int) else len(self.embed(["dimension probe"])[0])
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -379,12 +381,14 @@ def _choose_default() -> Embedder | None:
     if choice in ("none", "lexical"):
         return None
     if choice in ("auto", "onnx") and (onnx_model_dir() / "model.onnx").exists():
-        try:
-            import onnxruntime  # noqa: F401
-            return OnnxEmbedder()
+        try:  # found, not imported: onnxruntime loads with the model, at the first embedding
+            found = importlib.util.find_spec("onnxruntime") is not None
         except ImportError:
-            if choice == "onnx":
-                raise missing_extra("onnxruntime", "onnx") from None
+            found = False
+        if found:
+            return OnnxEmbedder()
+        if choice == "onnx":
+            raise missing_extra("onnxruntime", "onnx")
     if choice == "onnx":
         raise PolymemError("POLYMEM_EMBEDDER=onnx but no exported model; run `polymem model export`")
     try:

@@ -133,3 +133,24 @@ def test_rows_closer_together_than_int8_codes_can_tell_apart_are_still_ranked_ex
     expected = [ids[i] for i in np.argsort(-exact, kind="stable")[:10]]
     assert [r.memory_id for r, _ in mem.nearest(center, user_id="u", top_k=10)] == expected
     mem.close()
+
+
+def test_a_process_reads_each_scope_when_first_searched_and_sees_later_writes_to_every_scope(tmp_path: Path) -> None:
+    """Another process's writes reach this one's cache whether they land in a scope it has already
+    read, one it has not read yet, or show up in an all-users search."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    writer = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+    reader = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(90, seed=3)
+    owners = ["a"] * 30 + ["b"] * 30 + ["a"] * 15 + [None] * 15
+    ids = [writer.save(f"memory number {i}", user_id=owners[i], vector=v).memory_id for i, v in enumerate(vectors[:30])]
+    assert reader.nearest(vectors[0], user_id="a", top_k=1)[0][0].memory_id == ids[0]  # reads user a's vectors
+    ids += [writer.save(f"memory number {i}", user_id=owners[i], vector=v).memory_id
+            for i, v in enumerate(vectors[30:], start=30)]
+    for memory_id, owner, vector in zip(ids, owners, vectors):
+        assert reader.nearest(vector, user_id=owner, top_k=1)[0][0].memory_id == memory_id
+        assert reader.nearest(vector, user_id=None, top_k=1)[0][0].memory_id == memory_id
+    writer.delete(ids[40])
+    assert ids[40] not in {r.memory_id for r, _ in reader.nearest(vectors[40], user_id="b", top_k=5)}
+    writer.close()
+    reader.close()

@@ -428,15 +428,38 @@ class _ScopeBlock:
         return slots, sims
 
 
-class _VectorCache:
-    """In-process copy of the vectors of one model, kept current through `seq`."""
+_CACHE_COLUMNS = "rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector"
 
-    def __init__(self, model_id: str | None) -> None:
+
+class _VectorCache:
+    """In-process copy of the vectors of one model, kept current through `seq`.
+
+    A scope's vectors (a user's, or a whole namespace's) are read when a search first needs them:
+    a process that recalls for one user reads that user's rows, not the store's (the store's were
+    most of a one-off CLI recall's work). Which active rows lack this model's vector (`foreign`)
+    is known for the whole store from the start.
+    """
+
+    def __init__(self, model_id: str | None, seq: int, foreign: dict[int, str]) -> None:
         self.model_id = model_id
-        self.seq = -1
+        self.seq = seq
         self.blocks: dict[tuple[str, str | None], _ScopeBlock] = {}
         self.where: dict[int, tuple[str, str | None]] = {}
-        self.foreign: dict[int, str] = {}
+        self.foreign = foreign
+        self.users: set[tuple[str, str | None]] = set()
+        self.namespaces: set[str] = set()
+
+    def holds(self, namespace: str, user_id: str | None, all_users: bool) -> bool:
+        """Whether this scope's vectors have been read (and are kept current)."""
+        return namespace in self.namespaces or (not all_users and (namespace, user_id) in self.users)
+
+    def load(self, rows: Sequence[Sequence[Any]], namespace: str, user_id: str | None, all_users: bool) -> None:
+        """Take in a scope read for the first time."""
+        if all_users:
+            self.namespaces.add(namespace)
+        else:
+            self.users.add((namespace, user_id))
+        self.apply(rows, ())
 
     def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
         for rowid in deleted:
@@ -448,6 +471,8 @@ class _VectorCache:
                 continue
             if blob is None or model != self.model_id:
                 self.foreign[rowid] = namespace
+                continue
+            if not self.holds(namespace, user_id, False):  # read whole when a search first needs it
                 continue
             key = (namespace, user_id)
             kept.setdefault(key, []).append((rowid, blob, agent_id, category, expire_at))
@@ -937,18 +962,30 @@ class SQLiteBackend(Backend):
         return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
 
     # -- search -------------------------------------------------------------------------------
-    def _cache(self, conn: sqlite3.Connection, model_id: str | None) -> _VectorCache:
+    def _cache(self, conn: sqlite3.Connection, model_id: str | None,
+               scope: tuple[str, str | None, bool] | None = None) -> _VectorCache:
+        """The vectors of `model_id`, current, with those of `scope` (namespace, user_id, all_users) read.
+
+        `seq` is read before anything else: a row written meanwhile is read again by the next call,
+        and taking a row in twice is harmless."""
+        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
         cache = self._caches.get(model_id)
         if cache is None:
-            cache = self._caches[model_id] = _VectorCache(model_id)
-        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
-        if seq != cache.seq:
-            rows = conn.execute(
-                "SELECT rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector "
-                "FROM memories WHERE seq > ?", (cache.seq,)).fetchall()
+            foreign = dict(conn.execute("SELECT rowid, namespace FROM memories WHERE status = 'active' AND "
+                                        "(vector IS NULL OR embedding_model IS NOT ?)", (model_id,)).fetchall())
+            cache = self._caches[model_id] = _VectorCache(model_id, seq, foreign)
+        elif seq != cache.seq:
+            rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE seq > ?", (cache.seq,)).fetchall()
             deleted = [r[0] for r in conn.execute("SELECT row_id FROM tombstones WHERE seq > ?", (cache.seq,))]
             cache.apply(rows, deleted)
             cache.seq = seq
+        if scope is not None and not cache.holds(*scope):
+            namespace, user_id, all_users = scope
+            where, params = ("namespace = ?", [namespace]) if all_users else \
+                ("namespace = ? AND user_id IS ?", [namespace, user_id])
+            rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+                                "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id)).fetchall()
+            cache.load(rows, namespace, user_id, all_users)
         return cache
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
@@ -957,7 +994,8 @@ class SQLiteBackend(Backend):
         with self._read() as conn:
             similarities: dict[int, float] = {}
             if request.query_vector is not None:
-                cache = self._cache(conn, request.model_id)
+                cache = self._cache(conn, request.model_id,
+                                    (request.namespace, request.user_id, request.user_id is None))
                 allowed: np.ndarray | None = None
                 if needs_sql_scope:
                     where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,

@@ -19,7 +19,7 @@ $(STAMP): requirements-dev.txt core/pyproject.toml compat_matrix.yaml $(wildcard
 
 install: $(STAMP)
 
-# The fast embedding path (ONNX, no torch import: a recall process starts in well under a second),
+# The fast embedding path (ONNX, no torch import: a whole recall process takes under a second of CPU),
 # built once into polymem's data folder; every later process's default embedder uses it.
 fast-path: install
 	$(VENV)/bin/polymem model export --if-missing

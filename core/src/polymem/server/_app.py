@@ -117,7 +117,8 @@ def _summary(op: type[Operation[Any]]) -> str:
 def _tag(op: type[Operation[Any]]) -> str:
     if issubclass(op, ops.SessionOperation) or op is ops.Sessions:
         return "sessions"
-    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release, ops.AuditReplay):
+    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release, ops.AuditReplay,
+              ops.AuditEntries):
         return "safety"
     return "meta" if op in (ops.Stats, ops.Flush) else "memory"
 

@@ -1,8 +1,8 @@
 """A real `polymem serve` process on a real SQLite file, and a real Chromium driven by Playwright.
 
 The Chromium comes from scripts/browser.py (`POLYMEM_CHROMIUM`, set by `make test`, or found on
-this machine); `playwright install` is never needed. One server per test module keeps the suite
-fast; each test signs in in a browser context of its own.
+this machine); `playwright install` is never needed. One server and one browser for the whole
+run keep the suite fast; each test signs in in a browser context of its own.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Served:
         return HttpMemory(self.url, token)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = tmp_path_factory.mktemp("ui") / "memory.db"
     tokens = AuthStore(Database(f"{db}.auth.db"))
@@ -96,15 +96,43 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def sign_in(browser: Any, served: Served, token: str) -> Any:
-    """A fresh browser context signed in with `token`, and its page."""
+    """A fresh browser context signed in with `token` through the sign-in form, and its page."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
+    page.set_default_timeout(5000)
     page.goto(f"{served.url}/ui/signin")
     page.fill("input[name=token]", token)
-    page.set_default_timeout(5000)
     page.click("button:has-text('Sign in')")
     page.wait_for_url("**/ui/memories")
     return page
+
+
+@pytest.fixture(scope="session")
+def _signed_in_states() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def open_as(browser: Any, served: Served, _signed_in_states: dict[str, Any]) -> Iterator[Any]:
+    """`open_as(token) -> page` on /ui/memories in a context of its own, closed after the test. A token
+    signs in through the form once per run; later contexts start with that session's cookie."""
+    contexts: list[Any] = []
+
+    def open_page(token: str) -> Any:
+        state = _signed_in_states.get(token)
+        if state is None:
+            page = sign_in(browser, served, token)
+            _signed_in_states[token] = page.context.storage_state()
+        else:
+            page = browser.new_context(viewport={"width": 1280, "height": 800}, storage_state=state).new_page()
+            page.set_default_timeout(5000)
+            page.goto(f"{served.url}/ui/memories")
+        contexts.append(page.context)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
 
 
 def screenshot(page: Any, name: str) -> None:

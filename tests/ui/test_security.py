@@ -50,18 +50,19 @@ def test_a_bad_token_is_refused_and_gets_no_session(browser: Any, served: Served
     assert context.cookies() == []
     page.goto(f"{served.url}/ui/memories")
     assert page.url.endswith("/ui/signin")
+    context.close()
 
 
-def test_the_session_cookie_is_httponly_strict_and_holds_no_token(browser: Any, served: Served) -> None:
-    page = sign_in(browser, served, served.acme)
+def test_the_session_cookie_is_httponly_strict_and_holds_no_token(open_as: Any, served: Served) -> None:
+    page = open_as(served.acme)
     [cookie] = page.context.cookies()
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui"
     assert served.acme not in cookie["value"] and served.acme[16:] not in page.content()
     assert page.evaluate("document.cookie") == ""
 
 
-def test_every_page_carries_a_strict_content_security_policy(browser: Any, served: Served) -> None:
-    page = sign_in(browser, served, served.admin)
+def test_every_page_carries_a_strict_content_security_policy(open_as: Any, served: Served) -> None:
+    page = open_as(served.admin)
     for path in ["/ui/signin", "/ui/memories", "/ui/search?q=x", "/ui/safety", "/ui/audit", "/ui/memories/nope"]:
         response = page.goto(f"{served.url}{path}")
         assert response is not None
@@ -71,8 +72,8 @@ def test_every_page_carries_a_strict_content_security_policy(browser: Any, serve
         assert response.headers["x-content-type-options"] == "nosniff"
 
 
-def test_hostile_content_renders_as_text_on_every_page(browser: Any, served: Served, hostile: list[Any]) -> None:
-    page = sign_in(browser, served, served.admin)
+def test_hostile_content_renders_as_text_on_every_page(open_as: Any, served: Served, hostile: list[Any]) -> None:
+    page = open_as(served.admin)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     for path in ["/ui/memories?status=any", "/ui/safety", "/ui/audit",
@@ -89,10 +90,10 @@ def test_hostile_content_renders_as_text_on_every_page(browser: Any, served: Ser
         assert page.locator("input[name=category]").input_value() == rec.category
 
 
-def test_a_change_without_the_csrf_token_is_refused(browser: Any, served: Served) -> None:
+def test_a_change_without_the_csrf_token_is_refused(open_as: Any, served: Served) -> None:
     with served.client(served.acme) as mem:
         rec = mem.save("Ann's locker is number 12", user_id="ann")
-    page = sign_in(browser, served, served.acme)
+    page = open_as(served.acme)
     page.goto(f"{served.url}/ui/memories/{rec.memory_id}")
     page.evaluate("document.querySelector('form.edit input[name=csrf]').remove()")
     page.fill("textarea[name=content]", "Ann's locker is number 13")
@@ -106,10 +107,10 @@ def test_a_change_without_the_csrf_token_is_refused(browser: Any, served: Served
         assert kept is not None and kept.version == 1
 
 
-def test_a_form_posted_from_another_site_carries_no_session(browser: Any, served: Served) -> None:
+def test_a_form_posted_from_another_site_carries_no_session(open_as: Any, served: Served) -> None:
     with served.client(served.acme) as mem:
         rec = mem.save("Ann's parking spot is B4", user_id="ann")
-    page = sign_in(browser, served, served.acme)
+    page = open_as(served.acme)
     attack = (f"<form method=post action='{served.url}/ui/memories/{rec.memory_id}/delete'></form>"
               "<script>document.forms[0].submit()</script>")
     page.context.route("http://evil.example/**", lambda route: route.fulfill(body=attack, content_type="text/html"))
@@ -120,19 +121,20 @@ def test_a_form_posted_from_another_site_carries_no_session(browser: Any, served
 
 
 def test_signing_out_ends_the_session_on_the_server(browser: Any, served: Served) -> None:
-    page = sign_in(browser, served, served.acme)
+    page = sign_in(browser, served, served.acme)  # a session of its own: the others' stay signed in
     [cookie] = page.context.cookies()
     page.click("button:has-text('sign out')")
     page.wait_for_url("**/ui/signin")
     page.context.add_cookies([cookie])  # an old copy of the cookie opens nothing
     page.goto(f"{served.url}/ui/memories")
     assert page.url.endswith("/ui/signin")
+    page.context.close()
 
 
-def test_a_revoked_token_loses_its_session(browser: Any, served: Served, tmp_path_factory: Any) -> None:
+def test_a_revoked_token_loses_its_session(open_as: Any, served: Served) -> None:
     store = AuthStore(served.auth_db)
     _, token = store.create_token("short-lived", "acme", ["read"])
-    page = sign_in(browser, served, token)
+    page = open_as(token)
     store.revoke(token[3:15])
     page.goto(f"{served.url}/ui/memories")
     assert page.url.endswith("/ui/signin")

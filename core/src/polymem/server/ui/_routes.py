@@ -42,6 +42,14 @@ HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff", 
 STATIC = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
 
 
+class _Spent(RateLimitedError):
+    """The token's budget is spent; `retry_after` as the API's `Retry-After` says it."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(f"this token's request budget is spent; retry in {wait:.1f} s")
+        self.retry_after = RateLimiter.retry_after(wait)
+
+
 class _Redirect(Exception):
     def __init__(self, to: str) -> None:
         self.to = to
@@ -116,7 +124,7 @@ class WebUi:
     def _take(self, caller: str, body_bytes: int) -> None:
         """The same per-token budget as the API (a request costs what it would cost there)."""
         if self.limiter is not None and (wait := self.limiter.take(caller, RateLimiter.cost(body_bytes))) > 0:
-            raise RateLimitedError(f"this token's request budget is spent; retry in {wait:.1f} s")
+            raise _Spent(wait)
 
     async def context(self, request: Request, form: dict[str, str] | None = None) -> Context:
         """The signed-in caller's context; a change must carry the session's CSRF token."""
@@ -158,8 +166,8 @@ class WebUi:
                 return self.secure(RedirectResponse(go.to, status_code=303))
             except PolymemError as exc:
                 response = self.render(request, "error.html", status_for(exc), error=exc)
-                if isinstance(exc, RateLimitedError):
-                    response.headers["retry-after"] = "1"
+                if isinstance(exc, _Spent):
+                    response.headers["retry-after"] = exc.retry_after
                 return response
 
         return run

@@ -468,9 +468,18 @@ def _mcp_endpoint(service: Service) -> Any:
 
 
 def _mount_ui(app: FastAPI, service: Service, limiter: RateLimiter | None) -> None:
-    """The web page at `/ui`, on the same service and rate limiter (left out when jinja2 is missing)."""
+    """The web page at `/ui`, on the same service and rate limiter; without jinja2, a page that
+    names the extra to install."""
     try:
         from .ui import router
-    except ImportError:
+    except ImportError as exc:
+        from .._errors import missing_extra
+
+        missing = str(missing_extra(exc.name or "jinja2", "server"))
+
+        async def absent() -> Response:
+            return PlainTextResponse(f"polymem's web page is not available: {missing}", status_code=501)
+
+        app.add_api_route("/ui{rest:path}", absent, methods=["GET", "POST"], include_in_schema=False)
         return
     app.include_router(router(service, limiter))

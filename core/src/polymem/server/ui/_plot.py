@@ -4,7 +4,8 @@ Each point is `ScoringPolicy.live_score` (the scoring module's own function: dec
 last access, plus the access bonus) of the version current at that moment. Access
 bookkeeping is not versioned (docs/time-travel.md), so before a version's last access the
 curve decays from the memory's creation. Past the present, the curve goes on as if the
-memory were never used again, for one half-life of its category.
+memory were never used again, for one half-life of its category. Marks: each version, and each
+recall that returned the memory (reinforcing it).
 """
 
 from __future__ import annotations
@@ -61,9 +62,11 @@ def _score(policy: ScoringPolicy, versions: Sequence[MemoryRecord], at: datetime
     return policy.live_score(record, at)
 
 
-def live_plot(policy: ScoringPolicy, versions: Sequence[MemoryRecord], now: datetime) -> LivePlot:
+def live_plot(policy: ScoringPolicy, versions: Sequence[MemoryRecord], now: datetime,
+              recalled_at: Sequence[datetime] = ()) -> LivePlot:
     """The plot of `versions` (oldest first, the current one last) from the creation to one
-    half-life past `now`."""
+    half-life past `now`, with a mark at each recall that returned the memory (each reinforced
+    it; from the audit log), or else at its last use."""
     start = versions[0].created_at
     end = now + timedelta(days=policy.half_life(versions[-1].category))
     span = max((end - start).total_seconds(), 1.0)
@@ -83,7 +86,8 @@ def live_plot(policy: ScoringPolicy, versions: Sequence[MemoryRecord], now: date
     future = [t for t in moments if t >= now]
     marks = [Mark(x(v.updated_at), y(_score(policy, versions, v.updated_at)), f"v{v.version}") for v in versions]
     accessed = versions[-1].last_accessed_at
-    accesses = [] if accessed is None else [
-        Mark(x(accessed), y(_score(policy, versions, accessed)), f"last used ({versions[-1].access_count}×)")]
+    uses = [(t, "recalled") for t in recalled_at] or (
+        [] if accessed is None else [(accessed, f"last used ({versions[-1].access_count}×)")])
+    accesses = [Mark(x(t), y(_score(policy, versions, t)), label) for t, label in uses]
     return LivePlot(line(past), line(future), marks, accesses, start, now, end, x(now),
                     _score(policy, versions, now))

@@ -262,10 +262,12 @@ class WebUi:
             version = 1 if e["action"] in ("save", "ingest") else (e["detail"] or {}).get("version")
             if version is not None:
                 writers[version] = f"{e['action']} by {e['actor']}"
+        recalled_at = [datetime.fromisoformat(e["at"]) for e in reversed(entries)
+                       if e["action"] == "recall" and not (e["detail"] or {}).get("as_of")]  # a past recall reinforces nothing
         policy = self.service.store(ctx.namespace).transport.local().engine.scoring
         return self.render(request, "memory.html", m=record, versions=versions, changes=_changes(versions),
                            writers=writers, entries=entries, admin=admin, guarded=guarded,
-                           plot=live_plot(policy, versions, datetime.now(timezone.utc)))
+                           plot=live_plot(policy, versions, datetime.now(timezone.utc), recalled_at))
 
     # -- changes ----------------------------------------------------------------------------------
     async def edit(self, request: Request, memory_id: str) -> Response:

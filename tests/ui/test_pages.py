@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from polymem.server._auth import AuthStore
+
 from .conftest import Served, screenshot
 
 
@@ -227,3 +229,22 @@ def test_the_audit_view_needs_an_admin_token(open_as: Any, served: Served) -> No
     response = page.goto(f"{served.url}/ui/audit")
     assert response is not None and response.status == 403
     assert "permission denied" in page.locator("h1").inner_text()
+
+
+def test_a_token_with_two_grants_switches_namespace(open_as: Any, served: Served, seeded: dict[str, Any]) -> None:
+    store = AuthStore(served.auth_db)
+    info, token = store.create_token("both", "acme", ["read"])
+    store.grant(info.token_id, "globex", ["read"])
+    page = open_as(token)
+    assert "Ann lives in Paris" in page.content()
+    page.select_option("select[name=namespace]", "globex")
+    page.wait_for_selector(f"tr[data-memory-id='{seeded['secret'].memory_id}']")
+    assert "Ann lives in Paris" not in page.content()
+
+
+def test_a_malformed_parameter_is_an_error_page_not_a_crash(open_as: Any, served: Served) -> None:
+    page = open_as(served.acme)
+    for path in ["/ui/memories?offset=ten", "/ui/memories?as_of=yesterday", "/ui/search?q=x&top_k=5000"]:
+        response = page.goto(f"{served.url}{path}")
+        assert response is not None and response.status == 422, path
+        assert page.locator("[role=alert]").count() == 1

@@ -70,6 +70,17 @@ def _text(values: dict[str, str], key: str) -> str | None:
     return value or None
 
 
+def _number(values: dict[str, str], key: str, default: int | None) -> int | None:
+    """A whole number from a form or query (a typed error, not a crash, when it is not one)."""
+    text = _text(values, key)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidInput(f"{key}: {text!r} is not a whole number") from None
+
+
 def _moment(text: str | None) -> datetime | None:
     """An `as_of` typed in the page: ISO-8601, read as UTC when it names no zone (the page says so)."""
     if text is None:
@@ -219,7 +230,7 @@ class WebUi:
         q = self.query(request)
         status = q.get("status", "active")
         source, as_of = _text(q, "source"), _moment(_text(q, "as_of"))
-        offset = int(q.get("offset") or 0)
+        offset = _number(q, "offset", 0) or 0
         listed = await self.service.execute(ctx, _op(
             ops.ListMemories, user_id=_text(q, "user_id"), agent_id=_text(q, "agent_id"),
             category=_text(q, "category"), filter={"source": source} if source else None,
@@ -241,7 +252,7 @@ class WebUi:
         query, result = _text(q, "q"), None
         if query is not None:
             result = await self.service.execute(ctx, _op(
-                ops.Recall, query=query, user_id=_text(q, "user_id"), top_k=int(q.get("top_k") or 10),
+                ops.Recall, query=query, user_id=_text(q, "user_id"), top_k=_number(q, "top_k", 10),
                 explain=True, as_of=_moment(_text(q, "as_of"))))
         return self.render(request, "search.html", q=q, result=result)
 
@@ -329,10 +340,9 @@ class WebUi:
     async def audit(self, request: Request) -> Response:
         ctx = await self.context(request)
         q = self.query(request)
-        before = _text(q, "before")
         log = await self.service.execute(ctx, _op(
             ops.AuditEntries, memory_id=_text(q, "memory_id"), action=_text(q, "action"),
-            before=None if before is None else int(before), limit=PAGE))
+            before=_number(q, "before", None), limit=PAGE))
         entries = log["entries"]
         kept = {k: v for k, v in q.items() if k != "before" and v}
         older = urlencode({**kept, "before": entries[-1]["seq"]}) if len(entries) == PAGE else None

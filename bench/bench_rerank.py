@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 import polymem
-from polymem import MemoryDraft, ScoringPolicy
+from polymem import ScoringPolicy
 from polymem.testing import FakeClock
 
 
@@ -113,11 +113,7 @@ def run(convs: Sequence[Any], vectors: dict[str, np.ndarray], table: Any, folder
     seconds: dict[str, list[float]] = defaultdict(list)
     with polymem.open(f"sqlite:///{folder / 'rerank.db'}", embedder=table, clock=clock,
                       scoring=ScoringPolicy(reinforce=False), reranker=oracle, query_rewriter=oracle) as mem:
-        for conv in convs:
-            for when, turns in conv.sessions:
-                clock.now = when
-                mem.save_many([MemoryDraft(t.text, metadata={"dia_id": t.dia_id}) for t in turns],
-                              user_id=conv.sample_id, vectors=np.stack([vectors[t.text] for t in turns]))
+        locomo.fill(mem, clock, convs, vectors)
         for conv in convs:
             clock.now = conv.sessions[-1][0] + timedelta(days=1)
             oracle.ids_of = defaultdict(set)
@@ -134,6 +130,7 @@ def run(convs: Sequence[Any], vectors: dict[str, np.ndarray], table: Any, folder
                     hits = mem.recall(q.text, user_id=conv.sample_id, top_k=locomo.DEPTH, **options)
                     seconds[name].append(time.perf_counter() - t0)
                     rankings[name][(conv.sample_id, n)] = [h.memory.metadata["dia_id"] for h in hits]
+            print(f"done {conv.sample_id} ({len(conv.questions)} questions)", file=sys.stderr, flush=True)
     return rankings, seconds
 
 

@@ -19,7 +19,7 @@ sees. The cost column is polymem's work per recall with a plug-in that answers a
 (fetching the records the reranker reads, one more search per variant): the model's own time
 comes on top (a cross-encoder over 20 short texts, or one chat-model call).
 
-    .venv/bin/python bench/bench_rerank.py                       # full LoCoMo (~5 min), appends to RESULTS.md
+    .venv/bin/python bench/bench_rerank.py                       # full LoCoMo (16k recalls), appends to RESULTS.md
     .venv/bin/python bench/bench_rerank.py --conversations 1 --max-questions 40 --no-record   # quick
 """
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,7 +61,7 @@ from ._models import (
     check_metadata,
     new_id,
 )
-from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
+from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._storage import (
     ActiveWithVectors,
@@ -140,6 +141,12 @@ def _call(func: Callable[..., Any], *args: Any) -> Op:
 
 MAX_TOP_K = 1000
 CANDIDATES = 100
+RERANK_TOP = 20
+"""The candidates a reranker sees by default: its cost per recall is bounded by `rerank_top`."""
+MAX_REWRITES = 5
+"""The most query variants a recall searches (each costs one search)."""
+DEFAULT_REWRITES = 2
+"""The variants a store with a query rewriter searches unless a recall says otherwise."""
 LAZY_EMBED_BATCH = 64
 """Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
 DEFAULT_MAX_CONTENT_CHARS = 4_000_000
@@ -221,6 +228,8 @@ class Engine:
         max_content_chars: int,
         classifier: Classifier | None = None,
         write_policy: WritePolicy | None = None,
+        reranker: Reranker | None = None,
+        query_rewriter: QueryRewriter | None = None,
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
@@ -239,6 +248,13 @@ class Engine:
         self.classifier = classifier
         self.write_policy = write_policy or WritePolicy()
         self.guard = ReadGuard(classifier)
+        if reranker is not None and not callable(getattr(reranker, "rerank", None)):
+            raise InvalidInput(f"reranker must be a polymem.Reranker (a rerank(query, texts) method), got {reranker!r}")
+        if query_rewriter is not None and not callable(getattr(query_rewriter, "rewrite", None)):
+            raise InvalidInput("query_rewriter must be a polymem.QueryRewriter (a rewrite(query, count) method), "
+                               f"got {query_rewriter!r}")
+        self.reranker = reranker
+        self.query_rewriter = query_rewriter
 
     # -- validation ---------------------------------------------------------------------------
     def _content(self, content: Any, what: str = "content") -> str:
@@ -636,7 +652,8 @@ class Engine:
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
                query_vector: Sequence[float] | None = None, min_relevance: float | None = None,
-               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
+               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None,
+               rerank: bool | None = None, rerank_top: int = RERANK_TOP, rewrite: int | None = None) -> Plan:
         query = self._content(query, "query")
         self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
@@ -649,6 +666,8 @@ class Engine:
         compile_filter(filter)  # validate before any work
         if not isinstance(explain, bool):
             raise InvalidInput(f"explain must be True or False, got {explain!r}")
+        depth = self._rerank_depth(rerank, rerank_top)
+        variants = self._variant_count(rewrite)
         blocked = yield from self._blocked()
         filter = _without_sources(filter, blocked)
         now = self.clock() if as_of is None else require_aware(as_of, "as_of")
@@ -656,32 +675,40 @@ class Engine:
         if self.embedder is not None and as_of is None and \
                 (yield CountForeignVectors(self.namespace, model_id)):
             yield from self._embed_missing()
+        queries = [query]
+        if variants:
+            queries += yield from self._rewrite(query, variants)
         if self.embedder is not None:
-            raw = [query_vector] if query_vector is not None else (yield embed_op([query]))
-            vector = as_matrix(raw, self.embedder.dimension)[0]
+            raw = [query_vector, *((yield embed_op(queries[1:])) if len(queries) > 1 else [])] \
+                if query_vector is not None else (yield embed_op(queries))
+            vectors: builtins.list[np.ndarray | None] = builtins.list(as_matrix(raw, self.embedder.dimension))
         elif query_vector is not None:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
-            vector = None
-        terms_of_query = tuple(query_terms(query))
+            vectors = [None] * len(queries)
+        terms_of_queries = [tuple(query_terms(q)) for q in queries]
         if valid_at is not None:
             valid_at = require_aware(valid_at, "valid_at")
         now_only = as_of is None and valid_at is None
-        if now_only:
-            request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                    terms_of_query, now, max(CANDIDATES, top_k))
-            candidates = yield Search(request)
-        else:
-            candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
-                                                          filter, valid_at)
         # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
         admit_all = min_relevance is not None
-        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all, explain=explain)
+        rankings = []
+        for vector, terms_of_query in zip(vectors, terms_of_queries):
+            if now_only:
+                request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
+                                        terms_of_query, now, max(CANDIDATES, top_k))
+                candidates = yield Search(request)
+            else:
+                candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id,
+                                                              category, filter, valid_at)
+            rankings.append(self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all,
+                                      explain=explain))
+        hits, found_by = merge_by_score(rankings)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
-        hits = hits[:top_k]
+        hits = hits[:max(top_k, depth)]
         missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
         if missing:
             records = {r.memory_id: r for r in (yield GetRecords(self.namespace, missing))}
@@ -694,12 +721,87 @@ class Engine:
         withheld = {h.memory.memory_id: reasons for h in hits
                     if (reasons := self.guard.reasons(h.memory, blocked))}
         hits = [h for h in hits if h.memory.memory_id not in withheld]
+        if depth:  # after the read guard: what it withholds never reaches the reranker's model
+            hits = yield from self._rerank(query, hits, depth)
+            if min_relevance is not None:
+                hits = [h for h in hits if h.relevance >= min_relevance]
+        hits = hits[:top_k]
         if explain and hits:
-            yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
+            for index, found in enumerate(queries):
+                group = [h for h in hits if found_by.get(h.memory.memory_id, 0) == index]
+                if group:
+                    yield from self._explain_terms(group, terms_of_queries[index],
+                                                   with_vector=self.embedder is not None)
+                for hit in group if len(queries) > 1 else ():
+                    if hit.explanation is not None:
+                        hit.explanation["query"] = {"text": found, "variant": index}
         if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield Reinforce(self.namespace, bonuses, now)
         return RecallResult(hits, withheld_summary(withheld))
+
+    def _rerank_depth(self, rerank: Any, rerank_top: Any) -> int:
+        """How many candidates this recall's reranker sees (0: no rerank)."""
+        if rerank is not None and not isinstance(rerank, bool):
+            raise InvalidInput(f"rerank must be True, False or None, got {rerank!r}")
+        if isinstance(rerank_top, bool) or not isinstance(rerank_top, int) or not 1 <= rerank_top <= CANDIDATES:
+            raise InvalidInput(f"rerank_top must be an integer in [1, {CANDIDATES}], got {rerank_top!r}")
+        if rerank and self.reranker is None:
+            raise InvalidInput("rerank=True needs a store opened with a reranker (polymem.open(..., reranker=...))")
+        return rerank_top if self.reranker is not None and rerank is not False else 0
+
+    def _variant_count(self, rewrite: Any) -> int:
+        """How many rewrites of the query this recall searches too."""
+        if rewrite is None:
+            return DEFAULT_REWRITES if self.query_rewriter is not None else 0
+        if isinstance(rewrite, bool) or not isinstance(rewrite, int) or not 0 <= rewrite <= MAX_REWRITES:
+            raise InvalidInput(f"rewrite must be an integer in [0, {MAX_REWRITES}], got {rewrite!r}")
+        if rewrite and self.query_rewriter is None:
+            raise InvalidInput("rewrite needs a store opened with a query rewriter "
+                               "(polymem.open(..., query_rewriter=...))")
+        return rewrite
+
+    def _rewrite(self, query: str, count: int) -> Plan:
+        """The rewriter's variants of `query` (valid queries only); none, with a warning, if it fails."""
+        assert self.query_rewriter is not None
+        try:
+            variants = yield _call(self.query_rewriter.rewrite, query, count)
+            if not isinstance(variants, (builtins.list, tuple)):
+                raise TypeError(f"rewrite returned {type(variants).__name__}, not a list of strings")
+        except Exception as exc:  # a model's failure must not fail the recall: the query alone is searched
+            log.warning("polymem: the query rewriter failed (%r); recall searches the query alone", exc)
+            return []
+        kept = []
+        for variant in builtins.list(variants)[:count]:
+            try:
+                kept.append(self._content(variant, "query variant"))
+            except InvalidInput as exc:
+                log.warning("polymem: skipped a query variant: %s", exc)
+        return kept
+
+    def _rerank(self, query: str, hits: builtins.list[RecallHit], depth: int) -> Plan:
+        """The first `depth` hits ordered by the reranker's relevance blended with their live
+        score, before the rest; the hits as they were, with a warning, if the reranker fails."""
+        assert self.reranker is not None
+        head, tail = hits[:depth], hits[depth:]
+        if not head:
+            return hits
+        try:
+            scores = yield _call(self.reranker.rerank, query, [h.memory.content for h in head])
+            relevances = _unit_scores(scores, len(head))
+        except Exception as exc:  # a model's failure must not fail the recall: its own order stands
+            log.warning("polymem: the reranker failed (%r); recall keeps its own order", exc)
+            return hits
+        reranked = []
+        for rank, (hit, relevance) in enumerate(zip(head, relevances), 1):
+            score = self.scoring.blend(relevance, hit.live_score)
+            if hit.explanation is not None:
+                hit.explanation["rerank"] = {"relevance": relevance, "before": {
+                    "rank": rank, "relevance": hit.relevance, "score": hit.score}}
+                hit.explanation["score"] = score
+            reranked.append(replace(hit, score=score, relevance=relevance))
+        reranked.sort(key=hit_order)
+        return reranked + tail
 
     def _embed_missing(self) -> Plan:
         """Give a few memories saved without a vector (by a process without a model) one now;
@@ -821,7 +923,7 @@ class Engine:
             # Until the top-k is fetched, a hit may carry the bare candidate.
             hits.append(RecallHit(c.record or c, score, relevance,  # type: ignore[arg-type]
                                   c.similarity, c.text_rank, live, why))
-        hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
+        hits.sort(key=hit_order)
         return hits
 
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
@@ -1217,6 +1319,39 @@ class Engine:
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))
+
+
+def hit_order(hit: RecallHit) -> tuple[float, datetime, str]:
+    """Recall's order: best score first; among equals, the older memory."""
+    return -hit.score, hit.memory.created_at, getattr(hit.memory, "memory_id", "")
+
+
+def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.list[RecallHit], dict[str, int]]:
+    """The hits of several queries' rankings as one ranking: each memory once, with its best
+    score (on a tie, the earlier query's), in `hit_order` — never a set union, which loses
+    the order. Also which ranking (its index) each memory's hit came from."""
+    best: dict[str, tuple[RecallHit, int]] = {}
+    for index, ranking in enumerate(rankings):
+        for hit in ranking:
+            key = hit.memory.memory_id
+            if key not in best or hit.score > best[key][0].score:
+                best[key] = (hit, index)
+    merged = sorted((hit for hit, _ in best.values()), key=hit_order)
+    return merged, {key: index for key, (_, index) in best.items()}
+
+
+def _unit_scores(scores: Any, count: int) -> builtins.list[float]:
+    """A reranker's answer checked: `count` finite numbers in [0, 1]."""
+    if not isinstance(scores, (builtins.list, tuple)) and not hasattr(scores, "tolist"):
+        raise TypeError(f"rerank returned {type(scores).__name__}, not a list of numbers")
+    values = builtins.list(scores.tolist() if hasattr(scores, "tolist") else scores)
+    if len(values) != count:
+        raise ValueError(f"rerank returned {len(values)} scores for {count} texts")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0.0 <= v <= 1.0
+               for v in values):
+        raise ValueError(f"rerank scores must be numbers in [0, 1] (a cross-encoder's logits through a sigmoid), "
+                         f"got {values[:5]!r}")
+    return [float(v) for v in values]
 
 
 def valid_from(record: MemoryRecord) -> datetime:

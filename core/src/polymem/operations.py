@@ -132,6 +132,8 @@ Text = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]  # the co
 Query = Annotated[str, Field(strict=True, description="Non-blank (else empty_content).")]
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
 TopK = Annotated[int, Field(strict=True, ge=1, le=1000)]
+RerankTop = Annotated[int, Field(strict=True, ge=1, le=100)]
+Rewrites = Annotated[int, Field(strict=True, ge=0, le=5)]
 Filter = Annotated[dict[str, Any] | None, Field(description="field → value or {operator: value} (docs/api.md).")]
 IncludeQuarantined = Annotated[bool, Field(
     strict=True, description="Also return what the read guard withholds (flagged, quarantined, or from a blocked "
@@ -208,6 +210,22 @@ class TrustOut(BaseModel):
         default=None, description="The service's read guard: [] passed (withheld hits are not returned); None: no guard ran.")
 
 
+class RankBeforeOut(BaseModel):
+    rank: int = Field(description="The memory's place (from 1) before the reranker saw it.")
+    relevance: float
+    score: float
+
+
+class RerankOut(BaseModel):
+    relevance: float = Field(description="The reranker's relevance, in [0, 1]: the hit's relevance now.")
+    before: RankBeforeOut = Field(description="The hybrid search's judgement the reranker replaced.")
+
+
+class QueryVariantOut(BaseModel):
+    text: str = Field(description="The query that found the memory with its best score.")
+    variant: int = Field(description="0: the query as asked; 1…: the rewriter's variants, in its order.")
+
+
 class ExplanationOut(BaseModel):
     """Why a memory was recalled: every part of its score (`recall(..., explain=True)`)."""
 
@@ -218,6 +236,8 @@ class ExplanationOut(BaseModel):
     live: LiveOut
     blend: BlendOut
     trust: TrustOut
+    rerank: RerankOut | None = Field(default=None, description="Only on hits the store's reranker rescored.")
+    query: QueryVariantOut | None = Field(default=None, description="Only when the query was rewritten.")
 
 
 class HitOut(MemoryOut):
@@ -667,7 +687,14 @@ class Recall(Operation[RecallResult]):
     `min_relevance` replaces polymem's own judgement of what is relevant: hits less relevant
     than that are dropped, whatever their live score, and `min_relevance=0` returns `top_k`
     memories whenever the scope holds that many (those matching nothing rank last). The result
-    is a list; its `withheld` says what the service's read guard kept back."""
+    is a list; its `withheld` says what the service's read guard kept back.
+
+    A store opened with a `reranker` rescores the `rerank_top` best candidates (after the read
+    guard): its relevance replaces theirs, blended with the live score as usual, and they come
+    before the rest; `min_relevance` then applies to it too. A store with a `query_rewriter`
+    also searches `rewrite` variants of the query and keeps each memory's best score across
+    them (never a union of the lists). A reranker or rewriter that fails is logged and
+    skipped: the recall answers without it."""
 
     name = "recall"
     route = "POST /v1/memory/recall"
@@ -696,6 +723,13 @@ class Recall(Operation[RecallResult]):
         default=None, description="Recall from the store as it stood then (versions current then, live scores then).")
     valid_at: Timestamp | None = Field(
         default=None, description="Only what held in the world then, each memory in its version valid then.")
+    rerank: Annotated[bool, Field(strict=True)] | None = Field(
+        default=None, description="Rescore the best candidates with the store's reranker (None: if it has one).")
+    rerank_top: RerankTop = Field(
+        default=20, description="How many candidates the reranker sees at most (its cost per recall).")
+    rewrite: Rewrites | None = Field(
+        default=None, description="Also search this many rewrites of the query by the store's query rewriter, "
+        "each memory at its best score (None: 2 if it has one).")
 
 
 class Nearest(Operation[NearestResult]):

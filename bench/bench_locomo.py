@@ -408,11 +408,7 @@ def run_polymem(convs: Sequence[Conversation], vectors: dict[str, np.ndarray], q
         if variant.text_candidates is not None:
             mem.backend._text_candidates = types.MethodType(  # type: ignore[attr-defined]
                 variant.text_candidates, mem.backend)
-        for conv in convs:
-            for when, turns in conv.sessions:
-                clock.now = when
-                mem.save_many([MemoryDraft(t.text, metadata={"dia_id": t.dia_id}) for t in turns],
-                              user_id=conv.sample_id, vectors=np.stack([vectors[t.text] for t in turns]))
+        fill(mem, clock, convs, vectors)
         for conv in convs:
             clock.now = conv.sessions[-1][0] + ask_after
             for n, q in enumerate(conv.questions):
@@ -421,6 +417,15 @@ def run_polymem(convs: Sequence[Conversation], vectors: dict[str, np.ndarray], q
                 if variant.scoring.reinforce:
                     mem.flush()  # the next question sees this recall's reinforcement, as a later turn would
     return results
+
+
+def fill(mem: polymem.Memory, clock: FakeClock, convs: Sequence[Conversation], vectors: dict[str, np.ndarray]) -> None:
+    """Each dialog turn as one memory of its conversation's user, saved at its session's date."""
+    for conv in convs:
+        for when, turns in conv.sessions:
+            clock.now = when
+            mem.save_many([MemoryDraft(t.text, metadata={"dia_id": t.dia_id}) for t in turns],
+                          user_id=conv.sample_id, vectors=np.stack([vectors[t.text] for t in turns]))
 
 
 # -- metrics ----------------------------------------------------------------------------------------

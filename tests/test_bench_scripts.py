@@ -90,6 +90,15 @@ def test_locomo_runs_on_a_tiny_conversation(tmp_path: Path) -> None:
     assert figures["polymem default"]["4"]["R@1"] == 1.0  # "Pixel" finds its turn
 
 
+def test_the_rerank_bench_runs_on_a_tiny_conversation_and_the_oracle_finds_the_evidence(tmp_path: Path) -> None:
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    out = _run([str(BENCH / "bench_rerank.py"), "--data", str(data), "--no-record"], tmp_path)
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out.splitlines() if line.startswith("| ")}
+    assert float(rows["oracle rewriter, 2 variants"][3]) == 1.0  # MRR: the evidence's own words find it first
+    assert float(rows["oracle reranker, rerank_top 20 (default)"][3]) >= float(rows["no rerank, no rewrite"][3])
+
+
 def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
     alternatives = _module("bench_alternatives")
     out = _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4",

@@ -54,8 +54,9 @@ from ._models import (
     SessionInfo,
     ToolCall,
 )
-from ._protocols import ContradictionJudge, Embedder, Extractor, Reranker, Summarizer, TokenCounter
+from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._render import render_memories
+from ._rerank import ChatModel, ChatQueryRewriter, ChatReranker
 from ._scoring import ScoringPolicy, maximal_marginal_relevance
 from ._text import approx_token_count
 
@@ -64,6 +65,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncMemory",
     "AsyncSession",
+    "ChatModel",
+    "ChatQueryRewriter",
+    "ChatReranker",
     "Classifier",
     "ConsolidationReport",
     "ContentRejectedError",
@@ -92,6 +96,7 @@ __all__ = [
     "OnnxEmbedder",
     "PermissionDeniedError",
     "PolymemError",
+    "QueryRewriter",
     "ReadOnlyStoreError",
     "RecallHit",
     "RecallResult",

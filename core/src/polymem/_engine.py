@@ -12,9 +12,10 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,17 +61,37 @@ from ._models import (
     check_metadata,
     new_id,
 )
-from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
+from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._storage import (
+    ActiveWithVectors,
     Batch,
+    BlockedSources,
+    BlockSource,
+    CountForeignVectors,
+    DeleteRecord,
+    DocumentFrequencies,
+    GetByKeys,
+    GetRecords,
     Insert,
     ListRecords,
+    PendingReembed,
+    PurgeRecord,
+    ReadVectors,
+    RecordHistory,
+    RecordsAsOf,
+    Reinforce,
+    Search,
     SessionAppend,
     SessionDelete,
     SessionEvict,
+    SessionForget,
+    SessionLookup,
+    SessionMessages,
     SessionSetSummary,
+    SessionsExpired,
     SessionTouch,
+    SetVectors,
     StorageOp,
     Update,
 )
@@ -82,7 +103,7 @@ log = logging.getLogger("polymem")
 
 @dataclass(frozen=True)
 class Op:
-    """One step of a plan: `target` is "backend", "embed" or "call"."""
+    """A step of a plan that is not storage: `target` is "embed" or "call"."""
 
     target: str
     name: str
@@ -114,16 +135,18 @@ def _field_value(record: MemoryRecord, path: tuple[str, ...]) -> Any:
     return _MISSING if value is None else value
 
 
-def _backend(name: str, *args: Any, **kwargs: Any) -> Op:
-    return Op("backend", name, args, kwargs)
-
-
 def _call(func: Callable[..., Any], *args: Any) -> Op:
     return Op("call", getattr(func, "__qualname__", "call"), args, func=func)
 
 
 MAX_TOP_K = 1000
 CANDIDATES = 100
+RERANK_TOP = 20
+"""The candidates a reranker sees by default: its cost per recall is bounded by `rerank_top`."""
+MAX_REWRITES = 5
+"""The most query variants a recall searches (each costs one search)."""
+DEFAULT_REWRITES = 2
+"""The variants a store with a query rewriter searches unless a recall says otherwise."""
 LAZY_EMBED_BATCH = 64
 """Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
 DEFAULT_MAX_CONTENT_CHARS = 4_000_000
@@ -205,6 +228,8 @@ class Engine:
         max_content_chars: int,
         classifier: Classifier | None = None,
         write_policy: WritePolicy | None = None,
+        reranker: Reranker | None = None,
+        query_rewriter: QueryRewriter | None = None,
     ) -> None:
         if not namespace or not isinstance(namespace, str):
             raise InvalidInput("namespace must be a non-empty string")
@@ -223,6 +248,13 @@ class Engine:
         self.classifier = classifier
         self.write_policy = write_policy or WritePolicy()
         self.guard = ReadGuard(classifier)
+        if reranker is not None and not callable(getattr(reranker, "rerank", None)):
+            raise InvalidInput(f"reranker must be a polymem.Reranker (a rerank(query, texts) method), got {reranker!r}")
+        if query_rewriter is not None and not callable(getattr(query_rewriter, "rewrite", None)):
+            raise InvalidInput("query_rewriter must be a polymem.QueryRewriter (a rewrite(query, count) method), "
+                               f"got {query_rewriter!r}")
+        self.reranker = reranker
+        self.query_rewriter = query_rewriter
 
     # -- validation ---------------------------------------------------------------------------
     def _content(self, content: Any, what: str = "content") -> str:
@@ -350,7 +382,7 @@ class Engine:
             raise InvalidInput("give one vector per memory")
         foreign: set[str] = set()
         for key in dict.fromkeys(i.idempotency_key for i in items if i.idempotency_key is not None):
-            holder = yield _backend("get_by_keys", self.namespace, [key])
+            holder = yield GetByKeys(self.namespace, [key])
             if holder and holder[0].user_id != user_id:
                 foreign.add(key)
         if foreign:  # another user's key is unused for this user: saved without it, that memory untouched
@@ -423,7 +455,7 @@ class Engine:
     def _screen_update(self, memory_id: str, changes: dict[str, Any]) -> Plan:
         """The write filter on an update: new content is screened as its memory's source wrote it;
         the filter's own metadata keys stay as stored (only `release` clears them)."""
-        found = yield _backend("get", self.namespace, [memory_id])
+        found = yield GetRecords(self.namespace, [memory_id])
         if not found:
             raise NotFoundError(f"no memory {memory_id!r}")
         current: MemoryRecord = found[0]
@@ -438,7 +470,7 @@ class Engine:
                     changes["status"] = "blocked"
 
     def _blocked(self) -> Plan:
-        return (yield _backend("blocked_sources", self.namespace))
+        return (yield BlockedSources(self.namespace))
 
     def _visible(self, records: Sequence[MemoryRecord], include_quarantined: Any, *, classify: bool = True) -> Plan:
         """`records` less what the read guard withholds (all of them with `include_quarantined`)."""
@@ -453,13 +485,13 @@ class Engine:
         self._label(source, "source")
         if reason is not None:
             self._label(reason, "reason")
-        changed = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), True)
+        changed = yield BlockSource(self.namespace, source, reason, None, self.clock(), True)
         hidden = yield ListRecords(self.namespace, None, None, None, {"source": source}, None, 10_000, 0)
         return {"source": source, "blocked": True, "memories_hidden": len(hidden), "was_blocked": not changed}
 
     def unblock_source(self, source: str, *, reason: str | None = None) -> Plan:
         self._label(source, "source")
-        was = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), False)
+        was = yield BlockSource(self.namespace, source, reason, None, self.clock(), False)
         return {"source": source, "blocked": False, "was_blocked": was}
 
     def blocked_sources(self) -> Plan:
@@ -478,10 +510,10 @@ class Engine:
     def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
         if as_of is not None:
-            past = yield _backend("as_of", self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
+            past = yield RecordsAsOf(self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
             found = [record for record, _ in past]
         else:
-            found = yield _backend("get", self.namespace, [memory_id])
+            found = yield GetRecords(self.namespace, [memory_id])
         found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
@@ -492,7 +524,7 @@ class Engine:
         stored), newest first; with `valid_at`, each in its version that held in the world then.
         The filter applies to those versions, by the same SQL as today's reads: evaluated in an
         in-memory SQLite table holding them."""
-        rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id)
+        rows = yield RecordsAsOf(self.namespace, as_of, user_id, None, model_id)
         if valid_at is not None:
             rows = yield from self._valid_at(rows, valid_at, as_of)
         kept = [(r, v) for r, v in rows
@@ -514,7 +546,7 @@ class Engine:
         out = []
         for record, vector in rows:
             if valid_from(record) > at:
-                versions = yield _backend("history", self.namespace, record.memory_id)
+                versions = yield RecordHistory(self.namespace, record.memory_id)
                 earlier = [v for v in versions if v.updated_at <= known_at and valid_from(v) <= at]
                 if not earlier:
                     continue
@@ -569,7 +601,7 @@ class Engine:
 
     def get_by_key(self, key: str, *, include_quarantined: bool = False) -> Plan:
         self._label(key, "key")
-        found = yield _backend("get_by_keys", self.namespace, [key])
+        found = yield GetByKeys(self.namespace, [key])
         found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
@@ -582,7 +614,7 @@ class Engine:
             raise InvalidInput(f"key {key!r} names a memory of another user")
         if current is not None and (current.status != "active" or (
                 current.expire_at is not None and current.expire_at <= self.clock())):
-            yield _backend("delete", self.namespace, current.memory_id, self.clock())  # its key frees for the new one
+            yield DeleteRecord(self.namespace, current.memory_id, self.clock())  # its key frees for the new one
             current = None
         if current is None:
             return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -620,7 +652,8 @@ class Engine:
     def recall(self, query: str, *, user_id: str | None, agent_id: str | None = None, top_k: int = 10,
                category: str | None = None, filter: dict[str, Any] | None = None,
                query_vector: Sequence[float] | None = None, min_relevance: float | None = None,
-               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None) -> Plan:
+               explain: bool = False, as_of: datetime | None = None, valid_at: datetime | None = None,
+               rerank: bool | None = None, rerank_top: int = RERANK_TOP, rewrite: int | None = None) -> Plan:
         query = self._content(query, "query")
         self._scope(user_id, agent_id, category)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
@@ -633,42 +666,52 @@ class Engine:
         compile_filter(filter)  # validate before any work
         if not isinstance(explain, bool):
             raise InvalidInput(f"explain must be True or False, got {explain!r}")
+        depth = self._rerank_depth(rerank, rerank_top)
+        variants = self._variant_count(rewrite)
         blocked = yield from self._blocked()
         filter = _without_sources(filter, blocked)
         now = self.clock() if as_of is None else require_aware(as_of, "as_of")
         model_id = self.embedder.model_id if self.embedder else None
         if self.embedder is not None and as_of is None and \
-                (yield _backend("count_foreign_vectors", self.namespace, model_id)):
+                (yield CountForeignVectors(self.namespace, model_id)):
             yield from self._embed_missing()
+        queries = [query]
+        if variants:
+            queries += yield from self._rewrite(query, variants)
         if self.embedder is not None:
-            raw = [query_vector] if query_vector is not None else (yield embed_op([query]))
-            vector = as_matrix(raw, self.embedder.dimension)[0]
+            raw = [query_vector, *((yield embed_op(queries[1:])) if len(queries) > 1 else [])] \
+                if query_vector is not None else (yield embed_op(queries))
+            vectors: builtins.list[np.ndarray | None] = builtins.list(as_matrix(raw, self.embedder.dimension))
         elif query_vector is not None:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
-            vector = None
-        terms_of_query = tuple(query_terms(query))
+            vectors = [None] * len(queries)
+        terms_of_queries = [tuple(query_terms(q)) for q in queries]
         if valid_at is not None:
             valid_at = require_aware(valid_at, "valid_at")
         now_only = as_of is None and valid_at is None
-        if now_only:
-            request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                    terms_of_query, now, max(CANDIDATES, top_k))
-            candidates = yield _backend("search", request)
-        else:
-            candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
-                                                          filter, valid_at)
         # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
         admit_all = min_relevance is not None
-        hits = self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all, explain=explain)
+        rankings = []
+        for vector, terms_of_query in zip(vectors, terms_of_queries):
+            if now_only:
+                request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
+                                        terms_of_query, now, max(CANDIDATES, top_k))
+                candidates = yield Search(request)
+            else:
+                candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id,
+                                                              category, filter, valid_at)
+            rankings.append(self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all,
+                                      explain=explain))
+        hits, found_by = merge_by_score(rankings)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
-        hits = hits[:top_k]
+        hits = hits[:max(top_k, depth)]
         missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
         if missing:
-            records = {r.memory_id: r for r in (yield _backend("get", self.namespace, missing))}
+            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, missing))}
             hits = [h if not isinstance(h.memory, Candidate) else
                     RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score,
                               h.explanation)
@@ -678,25 +721,100 @@ class Engine:
         withheld = {h.memory.memory_id: reasons for h in hits
                     if (reasons := self.guard.reasons(h.memory, blocked))}
         hits = [h for h in hits if h.memory.memory_id not in withheld]
+        if depth:  # after the read guard: what it withholds never reaches the reranker's model
+            hits = yield from self._rerank(query, hits, depth)
+            if min_relevance is not None:
+                hits = [h for h in hits if h.relevance >= min_relevance]
+        hits = hits[:top_k]
         if explain and hits:
-            yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
+            for index, found in enumerate(queries):
+                group = [h for h in hits if found_by.get(h.memory.memory_id, 0) == index]
+                if group:
+                    yield from self._explain_terms(group, terms_of_queries[index],
+                                                   with_vector=self.embedder is not None)
+                for hit in group if len(queries) > 1 else ():
+                    if hit.explanation is not None:
+                        hit.explanation["query"] = {"text": found, "variant": index}
         if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
-            yield _backend("reinforce", self.namespace, bonuses, now)
+            yield Reinforce(self.namespace, bonuses, now)
         return RecallResult(hits, withheld_summary(withheld))
+
+    def _rerank_depth(self, rerank: Any, rerank_top: Any) -> int:
+        """How many candidates this recall's reranker sees (0: no rerank)."""
+        if rerank is not None and not isinstance(rerank, bool):
+            raise InvalidInput(f"rerank must be True, False or None, got {rerank!r}")
+        if isinstance(rerank_top, bool) or not isinstance(rerank_top, int) or not 1 <= rerank_top <= CANDIDATES:
+            raise InvalidInput(f"rerank_top must be an integer in [1, {CANDIDATES}], got {rerank_top!r}")
+        if rerank and self.reranker is None:
+            raise InvalidInput("rerank=True needs a store opened with a reranker (polymem.open(..., reranker=...))")
+        return rerank_top if self.reranker is not None and rerank is not False else 0
+
+    def _variant_count(self, rewrite: Any) -> int:
+        """How many rewrites of the query this recall searches too."""
+        if rewrite is None:
+            return DEFAULT_REWRITES if self.query_rewriter is not None else 0
+        if isinstance(rewrite, bool) or not isinstance(rewrite, int) or not 0 <= rewrite <= MAX_REWRITES:
+            raise InvalidInput(f"rewrite must be an integer in [0, {MAX_REWRITES}], got {rewrite!r}")
+        if rewrite and self.query_rewriter is None:
+            raise InvalidInput("rewrite needs a store opened with a query rewriter "
+                               "(polymem.open(..., query_rewriter=...))")
+        return rewrite
+
+    def _rewrite(self, query: str, count: int) -> Plan:
+        """The rewriter's variants of `query` (valid queries only); none, with a warning, if it fails."""
+        assert self.query_rewriter is not None
+        try:
+            variants = yield _call(self.query_rewriter.rewrite, query, count)
+            if not isinstance(variants, (builtins.list, tuple)):
+                raise TypeError(f"rewrite returned {type(variants).__name__}, not a list of strings")
+        except Exception as exc:  # a model's failure must not fail the recall: the query alone is searched
+            log.warning("polymem: the query rewriter failed (%r); recall searches the query alone", exc)
+            return []
+        kept = []
+        for variant in builtins.list(variants)[:count]:
+            try:
+                kept.append(self._content(variant, "query variant"))
+            except InvalidInput as exc:
+                log.warning("polymem: skipped a query variant: %s", exc)
+        return kept
+
+    def _rerank(self, query: str, hits: builtins.list[RecallHit], depth: int) -> Plan:
+        """The first `depth` hits ordered by the reranker's relevance blended with their live
+        score, before the rest; the hits as they were, with a warning, if the reranker fails."""
+        assert self.reranker is not None
+        head, tail = hits[:depth], hits[depth:]
+        if not head:
+            return hits
+        try:
+            scores = yield _call(self.reranker.rerank, query, [h.memory.content for h in head])
+            relevances = _unit_scores(scores, len(head))
+        except Exception as exc:  # a model's failure must not fail the recall: its own order stands
+            log.warning("polymem: the reranker failed (%r); recall keeps its own order", exc)
+            return hits
+        reranked = []
+        for rank, (hit, relevance) in enumerate(zip(head, relevances), 1):
+            score = self.scoring.blend(relevance, hit.live_score)
+            if hit.explanation is not None:
+                hit.explanation["rerank"] = {"relevance": relevance, "before": {
+                    "rank": rank, "relevance": hit.relevance, "score": hit.score}}
+                hit.explanation["score"] = score
+            reranked.append(replace(hit, score=score, relevance=relevance))
+        reranked.sort(key=hit_order)
+        return reranked + tail
 
     def _embed_missing(self) -> Plan:
         """Give a few memories saved without a vector (by a process without a model) one now;
         say once that memories of another model are found by their text alone."""
         assert self.embedder is not None
         model_id = self.embedder.model_id
-        rows = yield _backend("pending_reembed", self.namespace, model_id, LAZY_EMBED_BATCH, missing_only=True)
+        rows = yield PendingReembed(self.namespace, model_id, LAZY_EMBED_BATCH, missing_only=True)
         if rows:
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
+            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
         if len(rows) < LAZY_EMBED_BATCH and not self._told_foreign:
-            left = yield _backend("count_foreign_vectors", self.namespace, model_id)
+            left = yield CountForeignVectors(self.namespace, model_id)
             if left:
                 self._told_foreign = True
                 log.warning("polymem: %d memories in namespace %r have vectors of another model than %r; recall "
@@ -741,10 +859,10 @@ class Engine:
         query = as_matrix([vector], self.embedder.dimension)[0]
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query, self.embedder.model_id,
                                 (), self.clock(), top_k)
-        candidates = [c for c in (yield _backend("search", request)) if c.similarity is not None]
+        candidates = [c for c in (yield Search(request)) if c.similarity is not None]
         candidates.sort(key=lambda c: -(c.similarity or 0.0))
         candidates = candidates[:top_k]
-        records = {r.memory_id: r for r in (yield _backend("get", self.namespace, [c.id for c in candidates]))}
+        records = {r.memory_id: r for r in (yield GetRecords(self.namespace, [c.id for c in candidates]))}
         pairs = [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
         withheld = {r.memory_id: reasons for r, _ in pairs if (reasons := self.guard.reasons(r, blocked))}
         return NearestResult([(r, s) for r, s in pairs if r.memory_id not in withheld], withheld_summary(withheld))
@@ -754,9 +872,9 @@ class Engine:
             return {}
         ids = builtins.list(memory_ids)
         if include_quarantined is not True:  # only the vectors of memories this read may return
-            ids = [r.memory_id for r in (yield from self._visible((yield _backend("get", self.namespace, ids)),
+            ids = [r.memory_id for r in (yield from self._visible((yield GetRecords(self.namespace, ids)),
                                                                    include_quarantined))]
-        found = yield _backend("vectors", self.namespace, ids, self.embedder.model_id)
+        found = yield ReadVectors(self.namespace, ids, self.embedder.model_id)
         return {k: [float(x) for x in v] for k, v in found.items()}
 
     def _unmatched(self, hits: Sequence[RecallHit], top_k: int, now: datetime, user_id: str | None,
@@ -805,13 +923,13 @@ class Engine:
             # Until the top-k is fetched, a hit may carry the bare candidate.
             hits.append(RecallHit(c.record or c, score, relevance,  # type: ignore[arg-type]
                                   c.similarity, c.text_rank, live, why))
-        hits.sort(key=lambda h: (-h.score, h.memory.created_at, getattr(h.memory, "memory_id", "")))
+        hits.sort(key=hit_order)
         return hits
 
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
         """Complete the hits' explanations with what needs the records: the source's base score,
         trust marks, and the query terms each memory holds, weighted as the full-text search weighs them."""
-        rows, docs = yield _backend("document_frequencies", self.namespace, builtins.list(dict.fromkeys(query)))
+        rows, docs = yield DocumentFrequencies(self.namespace, builtins.list(dict.fromkeys(query)))
         searched = set(selective_terms(query, docs, rows, with_vector=with_vector))
         for hit in hits:
             if hit.explanation is None:  # a memory that filled a recall up to top_k matched nothing
@@ -865,15 +983,15 @@ class Engine:
 
     def delete(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
-        return (yield _backend("delete", self.namespace, memory_id, self.clock()))
+        return (yield DeleteRecord(self.namespace, memory_id, self.clock()))
 
     def purge(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
-        return (yield _backend("purge", self.namespace, memory_id))
+        return (yield PurgeRecord(self.namespace, memory_id))
 
     def history(self, memory_id: str, *, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
-        versions = yield _backend("history", self.namespace, memory_id)
+        versions = yield RecordHistory(self.namespace, memory_id)
         # The guard judges a memory by its latest version (a deleted memory keeps its versions).
         latest = yield from self._visible(versions[-1:], include_quarantined)
         return versions if latest else []
@@ -910,12 +1028,12 @@ class Engine:
             raise InvalidInput("the store has no embedder; open it with one to re-embed")
         done = 0
         while True:
-            rows = yield _backend("pending_reembed", self.namespace, self.embedder.model_id, batch)
+            rows = yield PendingReembed(self.namespace, self.embedder.model_id, batch)
             if not rows:
                 return done
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
+            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
             done += len(rows)
             if progress:
                 progress(len(rows))
@@ -925,11 +1043,11 @@ class Engine:
         """Expire, archive what decayed, merge near-duplicates, supersede contradictions."""
         now = self.clock()
         report = ConsolidationReport()
-        for session_id in (yield _backend("sessions_expired", self.namespace, now)):
-            yield _backend("session_delete", self.namespace, session_id)
+        for session_id in (yield SessionsExpired(self.namespace, now)):
+            yield SessionDelete(self.namespace, session_id)
             report.sessions_expired += 1
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield _backend("active_with_vectors", self.namespace, model_id)
+        rows = yield ActiveWithVectors(self.namespace, model_id)
         survivors: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
         for record, vector in rows:
             if record.expire_at is not None and record.expire_at <= now:
@@ -1054,11 +1172,11 @@ class Engine:
         """The session's info, after dropping it if its TTL ran out. A session belongs to the user
         who opened it: a handle of another user gets SessionOwnerError (a handle without a user,
         or a session opened without one, has no owner to check)."""
-        info: SessionInfo | None = yield _backend("session_info", self.namespace, spec.session_id)
+        info: SessionInfo | None = yield SessionLookup(self.namespace, spec.session_id)
         if info is not None and spec.user_id is not None and info.user_id is not None and info.user_id != spec.user_id:
             raise SessionOwnerError(f"session {spec.session_id!r} belongs to another user, not {spec.user_id!r}")
         if info is not None and info.expire_at is not None and info.expire_at <= self.clock():
-            yield _backend("session_delete", self.namespace, spec.session_id)
+            yield SessionDelete(self.namespace, spec.session_id)
             return None
         return info
 
@@ -1095,7 +1213,7 @@ class Engine:
                     added: builtins.list[tuple[Message, int]]) -> Plan:
         """The writes (summary, eviction) that bring the window with `added` under `max_tokens`."""
         assert spec.max_tokens is not None
-        stored = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        stored = yield SessionMessages(self.namespace, spec.session_id, True)
         window = [*stored, *added]
         summary = info.summary if info else None
         total = sum(t for _, t in window) + (self.token_counter(summary) if summary else 0)
@@ -1125,7 +1243,7 @@ class Engine:
         info = yield from self._live_session(spec)
         if info is None:
             return []
-        rows = yield _backend("session_messages", self.namespace, spec.session_id, window_only)
+        rows = yield SessionMessages(self.namespace, spec.session_id, window_only)
         messages = [m for m, _ in rows]
         if window_only and info.summary:
             messages.insert(0, Message(role="system", content=info.summary, metadata={"polymem_summary": True},
@@ -1139,21 +1257,21 @@ class Engine:
     def session_forget(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
         ids = _ids(message_ids)
         yield from self._live_session(spec)
-        return (yield _backend("session_forget", self.namespace, spec.session_id, ids))
+        return (yield SessionForget(self.namespace, spec.session_id, ids))
 
     def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
         ids = _ids(message_ids)
         yield from self._live_session(spec)
-        return (yield _backend("session_evict", self.namespace, spec.session_id, ids))
+        return (yield SessionEvict(self.namespace, spec.session_id, ids))
 
     def session_delete(self, spec: SessionSpec) -> Plan:
         yield from self._live_session(spec)
-        return (yield _backend("session_delete", self.namespace, spec.session_id))
+        return (yield SessionDelete(self.namespace, spec.session_id))
 
     def session_replace(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
         messages = [_as_message(m) for m in _sequence(messages, "messages")]
         yield from self._live_session(spec)
-        current = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        current = yield SessionMessages(self.namespace, spec.session_id, True)
         keep_ids = {m.message_id for m in messages}
         stored_ids = {m.message_id for m, _ in current}
         current_order = [m.message_id for m, _ in current]
@@ -1167,7 +1285,7 @@ class Engine:
         else:  # order changed: retire the whole window and append the new one
             evict = current_order
             fresh = [m.replace(message_id=new_id()) if m.message_id in stored_ids else m for m in messages]
-        yield _backend("session_evict", self.namespace, spec.session_id, evict)
+        yield SessionEvict(self.namespace, spec.session_id, evict)
         if fresh:
             yield from self.session_add(spec, fresh)
         else:
@@ -1176,7 +1294,7 @@ class Engine:
 
     def session_clear(self, spec: SessionSpec) -> Plan:
         yield from self._live_session(spec)
-        rows = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        rows = yield SessionMessages(self.namespace, spec.session_id, True)
         yield Batch(SessionEvict(self.namespace, spec.session_id, [m.message_id for m, _ in rows]),
                     SessionSetSummary(self.namespace, spec.session_id, None))
 
@@ -1201,6 +1319,39 @@ class Engine:
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))
+
+
+def hit_order(hit: RecallHit) -> tuple[float, datetime, str]:
+    """Recall's order: best score first; among equals, the older memory."""
+    return -hit.score, hit.memory.created_at, getattr(hit.memory, "memory_id", "")
+
+
+def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.list[RecallHit], dict[str, int]]:
+    """The hits of several queries' rankings as one ranking: each memory once, with its best
+    score (on a tie, the earlier query's), in `hit_order` — never a set union, which loses
+    the order. Also which ranking (its index) each memory's hit came from."""
+    best: dict[str, tuple[RecallHit, int]] = {}
+    for index, ranking in enumerate(rankings):
+        for hit in ranking:
+            key = hit.memory.memory_id
+            if key not in best or hit.score > best[key][0].score:
+                best[key] = (hit, index)
+    merged = sorted((hit for hit, _ in best.values()), key=hit_order)
+    return merged, {key: index for key, (_, index) in best.items()}
+
+
+def _unit_scores(scores: Any, count: int) -> builtins.list[float]:
+    """A reranker's answer checked: `count` finite numbers in [0, 1]."""
+    if not isinstance(scores, (builtins.list, tuple)) and not hasattr(scores, "tolist"):
+        raise TypeError(f"rerank returned {type(scores).__name__}, not a list of numbers")
+    values = builtins.list(scores.tolist() if hasattr(scores, "tolist") else scores)
+    if len(values) != count:
+        raise ValueError(f"rerank returned {len(values)} scores for {count} texts")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0.0 <= v <= 1.0
+               for v in values):
+        raise ValueError(f"rerank scores must be numbers in [0, 1] (a cross-encoder's logits through a sigmoid), "
+                         f"got {values[:5]!r}")
+    return [float(v) for v in values]
 
 
 def valid_from(record: MemoryRecord) -> datetime:

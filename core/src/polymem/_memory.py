@@ -19,7 +19,7 @@ from ._guard import Classifier, RuleClassifier, WritePolicy
 from ._local import LocalTransport
 from ._models import Message
 from ._plan import Plan, adrive, drive
-from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
+from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._surface import AsyncOperation, AsyncSessionOperation, SyncOperation, SyncSessionOperation, Transport
 from ._text import approx_token_count
@@ -148,7 +148,8 @@ def _entry_point(scheme: str) -> str | None:
 def _engine(namespace: str, embedder: Any, clock: Clock | None, scoring: ScoringPolicy | None,
             extractor: Extractor | None, summarizer: Summarizer | None, token_counter: TokenCounter | None,
             judge: ContradictionJudge | None, max_content_chars: int, classifier: Any = "rules",
-            write_policy: WritePolicy | None = None) -> Engine:
+            write_policy: WritePolicy | None = None, reranker: Reranker | None = None,
+            query_rewriter: QueryRewriter | None = None) -> Engine:
     policy = scoring or ScoringPolicy()
     if classifier == "rules":
         classifier = RuleClassifier()
@@ -161,6 +162,7 @@ def _engine(namespace: str, embedder: Any, clock: Clock | None, scoring: Scoring
         token_counter=token_counter or approx_token_count,
         judge=judge or RuleContradictionJudge(min_similarity=policy.contradiction_similarity),
         max_content_chars=max_content_chars, classifier=classifier, write_policy=write_policy,
+        reranker=reranker, query_rewriter=query_rewriter,
     )
 
 
@@ -259,6 +261,7 @@ class Memory(_Store):
     blocked_sources = SyncOperation(ops.BlockedSources)
     release = SyncOperation(ops.Release)
     audit_replay = SyncOperation(ops.AuditReplay)
+    audit_log = SyncOperation(ops.AuditEntries)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -329,6 +332,7 @@ class AsyncMemory(_Store):
     blocked_sources = AsyncOperation(ops.BlockedSources)
     release = AsyncOperation(ops.Release)
     audit_replay = AsyncOperation(ops.AuditReplay)
+    audit_log = AsyncOperation(ops.AuditEntries)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -442,6 +446,7 @@ def open(  # noqa: A001 - the public name is polymem.open
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
     classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
+    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
     `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
@@ -451,7 +456,9 @@ def open(  # noqa: A001 - the public name is polymem.open
     (default 4,000,000) raises `ContentTooLargeError`; anything shorter is stored whole.
     instances then share them). `classifier` judges every write and read against memory
     poisoning ("rules": `RuleClassifier`; None: no filter; or your own `Classifier`);
-    `write_policy` says what a flagged write becomes (`WritePolicy`).
+    `write_policy` says what a flagged write becomes (`WritePolicy`). A `reranker` rescores
+    each recall's best candidates and a `query_rewriter` adds variants of its query
+    (`ChatReranker`, `ChatQueryRewriter`, or the adapters' on their framework's model).
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -462,7 +469,8 @@ def open(  # noqa: A001 - the public name is polymem.open
     return Memory(_transport(url, False, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,
                              extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
                              max_content_chars=max_content_chars, token=token, working_memory=working_memory,
-                             classifier=classifier, write_policy=write_policy))
+                             classifier=classifier, write_policy=write_policy, reranker=reranker,
+                             query_rewriter=query_rewriter))
 
 
 def open_async(
@@ -471,19 +479,22 @@ def open_async(
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
     classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
+    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     return AsyncMemory(_transport(url, True, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,
                                   extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
                                   max_content_chars=max_content_chars, token=token, working_memory=working_memory,
-                                  classifier=classifier, write_policy=write_policy))
+                                  classifier=classifier, write_policy=write_policy, reranker=reranker,
+                                  query_rewriter=query_rewriter))
 
 
 def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clock | None, namespace: str,
                scoring: ScoringPolicy | None, extractor: Extractor | None, summarizer: Summarizer | None,
                token_counter: TokenCounter | None, judge: ContradictionJudge | None, max_content_chars: int,
                token: str | None, working_memory: str | None, classifier: Any = "rules",
-               write_policy: WritePolicy | None = None) -> Transport:
+               write_policy: WritePolicy | None = None, reranker: Reranker | None = None,
+               query_rewriter: QueryRewriter | None = None) -> Transport:
     """What carries a store's operations: HTTP to a service, or the engine over a backend."""
     url, from_url = split_namespace(url or default_url())
     namespace = from_url if from_url and namespace == "default" else namespace
@@ -491,7 +502,8 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
     if _is_http(url):
         configured = {"clock": clock, "scoring": scoring, "extractor": extractor, "summarizer": summarizer,
                       "token_counter": token_counter, "judge": judge, "working_memory": working_memory,
-                      "write_policy": write_policy, "classifier": None if classifier == "rules" else classifier}
+                      "write_policy": write_policy, "classifier": None if classifier == "rules" else classifier,
+                      "reranker": reranker, "query_rewriter": query_rewriter}
         # `embedder` is ignored: whether this process would load a model does not matter to a remote store.
         ignored = sorted(k for k, v in configured.items() if v is not None)
         if ignored:
@@ -501,7 +513,7 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
         return HttpTransport(url, token, namespace=None if namespace == "default" else namespace,
                              asynchronous=asynchronous)
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
-                     max_content_chars, classifier, write_policy)
+                     max_content_chars, classifier, write_policy, reranker, query_rewriter)
     backend = make_backend(url, asynchronous=asynchronous)
     try:
         sessions = None if working_memory is None else make_session_store(working_memory, asynchronous=asynchronous)

@@ -70,6 +70,22 @@ class IndexableJudge(ContradictionJudge, Protocol):
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Rescores recall candidates (e.g. a cross-encoder); higher is better."""
+    """Rescores recall's best candidates: one relevance in [0, 1] per text, higher is better.
+
+    Given to `polymem.open(..., reranker=...)`, it sees the `rerank_top` best candidates of
+    each recall, and its relevance replaces theirs (a cross-encoder's logits go through a
+    sigmoid first). `ChatReranker` asks a chat model; an `arerank` coroutine of the same
+    signature, where defined, is what an `AsyncMemory` awaits."""
 
     def rerank(self, query: str, texts: Sequence[str]) -> list[float]: ...
+
+
+@runtime_checkable
+class QueryRewriter(Protocol):
+    """Writes other phrasings of a recall query (an LLM): at most `count`, without the query itself.
+
+    Given to `polymem.open(..., query_rewriter=...)`; recall searches the query and its
+    variants and keeps each memory's best score. `ChatQueryRewriter` asks a chat model;
+    an `arewrite` coroutine, where defined, is what an `AsyncMemory` awaits."""
+
+    def rewrite(self, query: str, count: int) -> list[str]: ...

@@ -148,6 +148,8 @@ Text = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]  # the co
 Query = Annotated[str, Field(strict=True, description="Non-blank (else empty_content).")]
 Score = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
 TopK = Annotated[int, Field(strict=True, ge=1, le=1000)]
+RerankTop = Annotated[int, Field(strict=True, ge=1, le=100)]
+Rewrites = Annotated[int, Field(strict=True, ge=0, le=5)]
 Filter = Annotated[dict[str, Any] | None, Field(description="field → value or {operator: value} (docs/api.md).")]
 IncludeQuarantined = Annotated[bool, Field(
     strict=True, description="Also return what the read guard withholds (flagged, quarantined, or from a blocked "
@@ -224,6 +226,22 @@ class TrustOut(_Model):
         default=None, description="The service's read guard: [] passed (withheld hits are not returned); None: no guard ran.")
 
 
+class RankBeforeOut(_Model):
+    rank: int = Field(description="The memory's place (from 1) before the reranker saw it.")
+    relevance: float
+    score: float
+
+
+class RerankOut(_Model):
+    relevance: float = Field(description="The reranker's relevance, in [0, 1]: the hit's relevance now.")
+    before: RankBeforeOut = Field(description="The hybrid search's judgement the reranker replaced.")
+
+
+class QueryVariantOut(_Model):
+    text: str = Field(description="The query that found the memory with its best score.")
+    variant: int = Field(description="0: the query as asked; 1…: the rewriter's variants, in its order.")
+
+
 class ExplanationOut(_Model):
     """Why a memory was recalled: every part of its score (`recall(..., explain=True)`)."""
 
@@ -234,6 +252,8 @@ class ExplanationOut(_Model):
     live: LiveOut
     blend: BlendOut
     trust: TrustOut
+    rerank: RerankOut | None = Field(default=None, description="Only on hits the store's reranker rescored.")
+    query: QueryVariantOut | None = Field(default=None, description="Only when the query was rewritten.")
 
 
 class HitOut(MemoryOut):
@@ -689,7 +709,14 @@ class Recall(Operation[RecallResult]):
     `min_relevance` replaces polymem's own judgement of what is relevant: hits less relevant
     than that are dropped, whatever their live score, and `min_relevance=0` returns `top_k`
     memories whenever the scope holds that many (those matching nothing rank last). The result
-    is a list; its `withheld` says what the service's read guard kept back."""
+    is a list; its `withheld` says what the service's read guard kept back.
+
+    A store opened with a `reranker` rescores the `rerank_top` best candidates (after the read
+    guard): its relevance replaces theirs, blended with the live score as usual, and they come
+    before the rest; `min_relevance` then applies to it too. A store with a `query_rewriter`
+    also searches `rewrite` variants of the query and keeps each memory's best score across
+    them (never a union of the lists). A reranker or rewriter that fails is logged and
+    skipped: the recall answers without it."""
 
     name = "recall"
     route = "POST /v1/memory/recall"
@@ -718,6 +745,13 @@ class Recall(Operation[RecallResult]):
         default=None, description="Recall from the store as it stood then (versions current then, live scores then).")
     valid_at: Timestamp | None = Field(
         default=None, description="Only what held in the world then, each memory in its version valid then.")
+    rerank: Annotated[bool, Field(strict=True)] | None = Field(
+        default=None, description="Rescore the best candidates with the store's reranker (None: if it has one).")
+    rerank_top: RerankTop = Field(
+        default=20, description="How many candidates the reranker sees at most (its cost per recall).")
+    rewrite: Rewrites | None = Field(
+        default=None, description="Also search this many rewrites of the query by the store's query rewriter, "
+        "each memory at its best score (None: 2 if it has one).")
 
 
 class Nearest(Operation[NearestResult]):
@@ -1106,6 +1140,58 @@ class AuditReplay(Operation[dict[str, Any]]):
     entry: Annotated[int, Field(strict=True, ge=1)] = Field(kw_only=False, description="The entry's sequence number.")
 
 
+class AuditEntryOut(_Model):
+    seq: int
+    at: str
+    actor: str
+    action: str
+    namespace: str | None
+    memory_id: str | None
+    refs: list[str]
+    content_sha256: str | None
+    request_id: str | None
+    detail: dict[str, Any] | None
+    prev_hash: str
+    hash: str
+
+
+class AuditProblemOut(_Model):
+    seq: int
+    problem: str
+
+
+class AuditVerificationOut(_Model):
+    ok: bool = Field(description="The whole chain re-hashed, its MACs and signed checkpoints checked: no problem.")
+    entries: int
+    head: str
+    keyed: bool = Field(description="The server holds the audit key (MACs and checkpoints were checked).")
+    checkpoints: int
+    problems: list[AuditProblemOut]
+
+
+class AuditLogOut(_Model):
+    entries: list[AuditEntryOut]
+    verification: AuditVerificationOut
+
+
+class AuditEntries(Operation[dict[str, Any]]):
+    """The namespace's audit entries, newest first, with the verification of the whole hash chain
+    (what `polymem audit show` and `polymem audit verify` print)."""
+
+    name = "audit_log"
+    route = "POST /v1/audit/log"
+    codec = Codec(AuditLogOut, dict, dict)
+    idempotent = True
+    permission = "admin"
+    service_only = True
+
+    memory_id: str | None = Field(default=None, description="Only entries naming this memory (recalls that returned it too).")
+    action: str | None = Field(default=None, description="Only entries of this action (save, recall, purge…).")
+    before: Annotated[int, Field(strict=True, ge=1)] | None = Field(
+        default=None, description="Only entries older than this sequence number (the next page).")
+    limit: Annotated[int, Field(strict=True, ge=1, le=1000)] = 100
+
+
 class Release(Operation[MemoryRecord]):
     """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
 
@@ -1235,7 +1321,7 @@ class SessionInfoOp(SessionOperation[SessionInfo | None]):
 OPERATIONS: tuple[type[Operation[Any]], ...] = (
     Save, SaveMany, Recall, Nearest, Vectors, Get, GetByKey, ListMemories, Distinct, Put, Update, SetStatus, Delete, Purge, History, Ingest,
     Consolidate, Reembed, ExportSnapshot, ImportSnapshot, Stats, Flush, Sessions,
-    BlockSource, UnblockSource, BlockedSources, Release, AuditReplay,
+    BlockSource, UnblockSource, BlockedSources, Release, AuditReplay, AuditEntries,
     SessionAdd, SessionMessages, SessionTranscript, SessionSummary, SessionEvict, SessionForget, SessionReplace,
     SessionClear, SessionEnd, SessionDelete, SessionInfoOp,
 )

@@ -6,8 +6,9 @@
 - `PolymemHistoryProvider` — a `HistoryProvider` keeping the conversation in a
   polymem working-memory session: a drop-in for `InMemoryHistoryProvider`
   that resumes in another process from the session id alone.
-- `ChatClientExtractor` / `ChatClientSummarizer` — polymem's extractor and
-  summarizer, answered by any Agent Framework chat client.
+- `ChatClientExtractor` / `ChatClientSummarizer` / `ChatClientReranker` /
+  `ChatClientQueryRewriter` — polymem's extractor, summarizer, reranker and
+  query rewriter, answered by any Agent Framework chat client.
 - `to_polymem` / `from_polymem` (and their `_all` forms) — lossless message conversion.
 
 Example (offline: a lexical-only store in memory):
@@ -24,11 +25,13 @@ Example (offline: a lexical-only store in memory):
 """
 
 from ._convert import RECALL_HEADER, from_polymem, from_polymem_all, to_polymem, to_polymem_all
-from ._llm import ChatClientExtractor, ChatClientSummarizer
+from ._llm import ChatClientExtractor, ChatClientQueryRewriter, ChatClientReranker, ChatClientSummarizer
 from ._providers import PolymemContextProvider, PolymemHistoryProvider
 
 __all__ = [
     "ChatClientExtractor",
+    "ChatClientQueryRewriter",
+    "ChatClientReranker",
     "ChatClientSummarizer",
     "PolymemContextProvider",
     "PolymemHistoryProvider",

@@ -1,4 +1,4 @@
-"""polymem's `Extractor` and `Summarizer` protocols, answered by an Agent Framework chat client."""
+"""polymem's `Extractor`, `Summarizer`, `Reranker` and `QueryRewriter`, answered by an Agent Framework chat client."""
 
 from __future__ import annotations
 
@@ -129,3 +129,32 @@ class ChatClientSummarizer:
     def summarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """Fold `messages` into `previous_summary` (polymem's `Summarizer` protocol)."""
         return _blocking(self.asummarize(previous_summary, messages))
+
+
+class _Chat:
+    """polymem's `ChatModel` on an Agent Framework chat client (async; run to completion from sync code)."""
+
+    def __init__(self, client: SupportsChatGetResponse[Any]) -> None:
+        self.client = client
+
+    async def acomplete(self, system: str, prompt: str) -> str:
+        return await _ask(self.client, system, prompt)
+
+    def complete(self, system: str, prompt: str) -> str:
+        return _blocking(self.acomplete(system, prompt))
+
+
+class ChatClientReranker(polymem.ChatReranker):
+    """polymem's `Reranker` on an Agent Framework chat client, which rates each candidate 0–10
+    (the prompt and the parsing are polymem's): `polymem.open(url, reranker=ChatClientReranker(client))`."""
+
+    def __init__(self, client: SupportsChatGetResponse[Any], *, system: str = polymem.ChatReranker.SYSTEM) -> None:
+        super().__init__(_Chat(client), system=system)
+
+
+class ChatClientQueryRewriter(polymem.ChatQueryRewriter):
+    """polymem's `QueryRewriter` on an Agent Framework chat client:
+    `polymem.open(url, query_rewriter=ChatClientQueryRewriter(client))`."""
+
+    def __init__(self, client: SupportsChatGetResponse[Any], *, system: str = polymem.ChatQueryRewriter.SYSTEM) -> None:
+        super().__init__(_Chat(client), system=system)

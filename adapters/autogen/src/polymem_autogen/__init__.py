@@ -5,8 +5,9 @@
   call, and `capture`s finished runs into working and long-term memory.
 - `PolymemChatCompletionContext` — a `ChatCompletionContext` kept in a
   polymem working-memory session, so a conversation survives the process.
-- `ChatCompletionExtractor` / `ChatCompletionSummarizer` — polymem's
-  extractor and summarizer, answered by any AutoGen `ChatCompletionClient`.
+- `ChatCompletionExtractor` / `ChatCompletionSummarizer` / `ChatCompletionReranker` /
+  `ChatCompletionQueryRewriter` — polymem's extractor, summarizer, reranker and
+  query rewriter, answered by any AutoGen `ChatCompletionClient`.
 - `to_polymem_messages` / `from_polymem_messages` — lossless conversion of
   AutoGen's LLM messages; `task_messages_to_polymem` for a run's messages.
 
@@ -39,11 +40,18 @@ from ._convert import (
     task_messages_to_polymem,
     to_polymem_messages,
 )
-from ._llm import ChatCompletionExtractor, ChatCompletionSummarizer
+from ._llm import (
+    ChatCompletionExtractor,
+    ChatCompletionQueryRewriter,
+    ChatCompletionReranker,
+    ChatCompletionSummarizer,
+)
 from ._memory import PolymemMemory, PolymemMemoryConfig
 
 __all__ = [
     "ChatCompletionExtractor",
+    "ChatCompletionQueryRewriter",
+    "ChatCompletionReranker",
     "ChatCompletionSummarizer",
     "PolymemChatCompletionContext",
     "PolymemChatCompletionContextConfig",

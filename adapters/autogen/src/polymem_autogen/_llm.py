@@ -1,4 +1,4 @@
-"""polymem's `Extractor` and `Summarizer` protocols, answered by an AutoGen `ChatCompletionClient`."""
+"""polymem's `Extractor`, `Summarizer`, `Reranker` and `QueryRewriter`, answered by an AutoGen `ChatCompletionClient`."""
 
 from __future__ import annotations
 
@@ -180,3 +180,37 @@ class ChatCompletionSummarizer:
     def summarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """Fold `messages` into `previous_summary` (polymem's `Summarizer` protocol)."""
         return _run(lambda: self.asummarize(previous_summary, messages))
+
+
+class _Chat:
+    """polymem's `ChatModel` on an AutoGen model client (async; run to completion from sync code)."""
+
+    def __init__(self, model_client: ChatCompletionClient) -> None:
+        self.model_client = model_client
+
+    async def acomplete(self, system: str, prompt: str) -> str:
+        result = await self.model_client.create(
+            [SystemMessage(content=system), UserMessage(content=prompt, source="polymem")]
+        )
+        if not isinstance(result.content, str):
+            raise polymem.PolymemError("the model answered with function calls, not text")
+        return result.content
+
+    def complete(self, system: str, prompt: str) -> str:
+        return _run(lambda: self.acomplete(system, prompt))
+
+
+class ChatCompletionReranker(polymem.ChatReranker):
+    """polymem's `Reranker` on an AutoGen model client, which rates each candidate 0–10 (the
+    prompt and the parsing are polymem's): `polymem.open(url, reranker=ChatCompletionReranker(client))`."""
+
+    def __init__(self, model_client: ChatCompletionClient, *, system: str = polymem.ChatReranker.SYSTEM) -> None:
+        super().__init__(_Chat(model_client), system=system)
+
+
+class ChatCompletionQueryRewriter(polymem.ChatQueryRewriter):
+    """polymem's `QueryRewriter` on an AutoGen model client:
+    `polymem.open(url, query_rewriter=ChatCompletionQueryRewriter(client))`."""
+
+    def __init__(self, model_client: ChatCompletionClient, *, system: str = polymem.ChatQueryRewriter.SYSTEM) -> None:
+        super().__init__(_Chat(model_client), system=system)

@@ -30,13 +30,15 @@ from ._convert import to_langchain, to_polymem
 from ._embeddings import LangChainEmbedder, PolymemEmbeddings
 from ._graph_store import PolymemStore
 from ._history import MessageWindow, PolymemChatMessageHistory
-from ._llm import ChatModelExtractor, ChatModelSummarizer
+from ._llm import ChatModelExtractor, ChatModelQueryRewriter, ChatModelReranker, ChatModelSummarizer
 from ._vectorstore import PolymemRetriever, PolymemVectorStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ChatModelExtractor",
+    "ChatModelQueryRewriter",
+    "ChatModelReranker",
     "ChatModelSummarizer",
     "LangChainEmbedder",
     "MessageWindow",

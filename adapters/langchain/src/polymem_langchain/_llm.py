@@ -1,4 +1,4 @@
-"""polymem's extraction and summary protocols, answered by a LangChain chat model."""
+"""polymem's extraction, summary, rerank and query-rewriting protocols, answered by a LangChain chat model."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, get_buffer_string
 from langchain_core.utils.json import parse_json_markdown
 
+import polymem
 from polymem import MemoryDraft, Message
 
 from ._convert import to_langchain_messages
@@ -84,6 +85,35 @@ class ChatModelSummarizer:
     async def asummarize(self, previous_summary: str | None, messages: Sequence[Message]) -> str:
         """Async `summarize`."""
         return _text(await self.llm.ainvoke(self._request(previous_summary, messages))).strip()
+
+
+class _Chat:
+    """polymem's `ChatModel` on a LangChain model: a system and a user message in, the reply's text out."""
+
+    def __init__(self, llm: BaseLanguageModel[Any]) -> None:
+        self.llm = llm
+
+    def complete(self, system: str, prompt: str) -> str:
+        return _text(self.llm.invoke([SystemMessage(system), HumanMessage(prompt)]))
+
+    async def acomplete(self, system: str, prompt: str) -> str:
+        return _text(await self.llm.ainvoke([SystemMessage(system), HumanMessage(prompt)]))
+
+
+class ChatModelReranker(polymem.ChatReranker):
+    """polymem's `Reranker` on a LangChain chat model, which rates each candidate 0–10
+    (the prompt and the parsing are polymem's): `polymem.open(url, reranker=ChatModelReranker(llm))`."""
+
+    def __init__(self, llm: BaseLanguageModel[Any], *, system: str = polymem.ChatReranker.SYSTEM) -> None:
+        super().__init__(_Chat(llm), system=system)
+
+
+class ChatModelQueryRewriter(polymem.ChatQueryRewriter):
+    """polymem's `QueryRewriter` on a LangChain chat model:
+    `polymem.open(url, query_rewriter=ChatModelQueryRewriter(llm))`."""
+
+    def __init__(self, llm: BaseLanguageModel[Any], *, system: str = polymem.ChatQueryRewriter.SYSTEM) -> None:
+        super().__init__(_Chat(llm), system=system)
 
 
 def parse_drafts(text: str) -> list[MemoryDraft]:

@@ -4,7 +4,8 @@
 - `PolymemAsyncChatStore`: an `AsyncDBChatStore` (for `Memory`): ACTIVE = window, ARCHIVED = the rest.
 - `PolymemMemoryBlock`: a `Memory` block; flushed messages become long-term memories, `get` recalls them.
 - `PolymemMemory`: a `ChatMemoryBuffer` drop-in that also injects relevant long-term memories.
-- `LlamaIndexEmbedder`, `LlamaIndexExtractor`, `LlamaIndexSummarizer`: LlamaIndex models as polymem plug-ins.
+- `LlamaIndexEmbedder`, `LlamaIndexExtractor`, `LlamaIndexSummarizer`, `LlamaIndexReranker`,
+  `LlamaIndexQueryRewriter`: LlamaIndex models as polymem plug-ins.
 
 Example (offline; `embedder=None` is polymem's lexical-only mode):
 
@@ -28,7 +29,13 @@ from llama_index.core.storage.chat_store.loading import RECOGNIZED_CHAT_STORES
 from ._chat_store import PolymemAsyncChatStore, PolymemChatStore
 from ._convert import UnsupportedContentError, from_polymem, to_polymem
 from ._memory import PolymemMemory, PolymemMemoryBlock
-from ._plugins import LlamaIndexEmbedder, LlamaIndexExtractor, LlamaIndexSummarizer
+from ._plugins import (
+    LlamaIndexEmbedder,
+    LlamaIndexExtractor,
+    LlamaIndexQueryRewriter,
+    LlamaIndexReranker,
+    LlamaIndexSummarizer,
+)
 
 RECOGNIZED_CHAT_STORES.setdefault(PolymemChatStore.class_name(), PolymemChatStore)
 
@@ -37,6 +44,8 @@ __version__ = "0.1.0"
 __all__ = [
     "LlamaIndexEmbedder",
     "LlamaIndexExtractor",
+    "LlamaIndexQueryRewriter",
+    "LlamaIndexReranker",
     "LlamaIndexSummarizer",
     "PolymemAsyncChatStore",
     "PolymemChatStore",

@@ -1,4 +1,4 @@
-"""LlamaIndex models as polymem plug-ins: an `Embedder`, an `Extractor`, a `Summarizer`."""
+"""LlamaIndex models as polymem plug-ins: an `Embedder`, an `Extractor`, a `Summarizer`, a `Reranker`, a `QueryRewriter`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
 
+import polymem
 from polymem import MemoryDraft, Message
 
 _FACT = re.compile(r"<fact(?P<attrs>\s[^>]*)?>(?P<text>.*?)</fact>", re.DOTALL)
@@ -116,6 +117,38 @@ class LlamaIndexSummarizer:
         prompt = self.prompt.format(previous=previous_summary or "(none)", transcript=_transcript(messages))
         answer = self.llm.chat([ChatMessage(role="user", content=prompt)]).message.content
         return (answer or "").strip()
+
+
+class _Chat:
+    """polymem's `ChatModel` on a LlamaIndex `LLM`: a system and a user message in, the reply's text out."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+
+    @staticmethod
+    def _messages(system: str, prompt: str) -> list[ChatMessage]:
+        return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=prompt)]
+
+    def complete(self, system: str, prompt: str) -> str:
+        return self.llm.chat(self._messages(system, prompt)).message.content or ""
+
+    async def acomplete(self, system: str, prompt: str) -> str:
+        return (await self.llm.achat(self._messages(system, prompt))).message.content or ""
+
+
+class LlamaIndexReranker(polymem.ChatReranker):
+    """A LlamaIndex `LLM` as polymem's `Reranker`: it rates each candidate 0–10 (the prompt and
+    the parsing are polymem's). `polymem.open(url, reranker=LlamaIndexReranker(llm))`."""
+
+    def __init__(self, llm: LLM, *, system: str = polymem.ChatReranker.SYSTEM) -> None:
+        super().__init__(_Chat(llm), system=system)
+
+
+class LlamaIndexQueryRewriter(polymem.ChatQueryRewriter):
+    """A LlamaIndex `LLM` as polymem's `QueryRewriter`: `polymem.open(url, query_rewriter=LlamaIndexQueryRewriter(llm))`."""
+
+    def __init__(self, llm: LLM, *, system: str = polymem.ChatQueryRewriter.SYSTEM) -> None:
+        super().__init__(_Chat(llm), system=system)
 
 
 def parse_facts(answer: str, *, source: str = "inference") -> list[MemoryDraft]:

@@ -5,7 +5,7 @@ in another process, kernel filters that capture tool results and user turns
 and bring relevant memories back into prompts, a chat completion wrapper that
 brings them to agents too, Semantic Kernel's
 `MemoryStoreBase` on polymem, and Semantic Kernel services as polymem's
-embedder, extractor and summarizer.
+embedder, extractor, summarizer, reranker and query rewriter.
 
 >>> import asyncio, polymem
 >>> from semantic_kernel import Kernel
@@ -22,7 +22,12 @@ from ._chat_completion import PolymemChatCompletion
 from ._convert import from_polymem, from_polymem_all, to_polymem, to_polymem_all
 from ._embeddings import SemanticKernelEmbedder
 from ._filters import PolymemMemoryFilter
-from ._llm import SemanticKernelExtractor, SemanticKernelSummarizer
+from ._llm import (
+    SemanticKernelExtractor,
+    SemanticKernelQueryRewriter,
+    SemanticKernelReranker,
+    SemanticKernelSummarizer,
+)
 from ._memory_store import PolymemMemoryStore
 from ._plugin import PolymemPlugin, format_hits
 from ._thread import PolymemChatHistoryAgentThread
@@ -37,6 +42,8 @@ __all__ = [
     "PolymemPlugin",
     "SemanticKernelEmbedder",
     "SemanticKernelExtractor",
+    "SemanticKernelQueryRewriter",
+    "SemanticKernelReranker",
     "SemanticKernelSummarizer",
     "format_hits",
     "from_polymem",

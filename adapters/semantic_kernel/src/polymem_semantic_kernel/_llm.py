@@ -1,4 +1,4 @@
-"""An extractor and a summarizer backed by a Semantic Kernel chat completion service."""
+"""An extractor, a summarizer, a reranker and a query rewriter backed by a Semantic Kernel chat completion service."""
 
 from __future__ import annotations
 
@@ -46,6 +46,21 @@ def transcript(messages: Sequence[polymem.Message]) -> str:
     return "\n".join(lines)
 
 
+class _Chat:
+    """polymem's `ChatModel` on a chat completion service, run on one private loop (`LoopThread`)."""
+
+    def __init__(self, service: ChatCompletionClientBase, settings: PromptExecutionSettings | None = None) -> None:
+        self._service = service
+        self._settings = settings or PromptExecutionSettings()
+        self._loop = LoopThread()
+
+    def complete(self, system: str, prompt: str) -> str:
+        history = ChatHistory(system_message=system)
+        history.add_user_message(prompt)
+        reply = self._loop.run(lambda: self._service.get_chat_message_content(history, self._settings))
+        return "" if reply is None else str(reply.content).strip()
+
+
 class _ChatBacked:
     def __init__(
         self,
@@ -54,16 +69,44 @@ class _ChatBacked:
         instructions: str,
         settings: PromptExecutionSettings | None = None,
     ) -> None:
-        self._service = service
+        self._chat = _Chat(service, settings)
         self._instructions = instructions
-        self._settings = settings or PromptExecutionSettings()
-        self._loop = LoopThread()
 
     def _ask(self, prompt: str) -> str:
-        history = ChatHistory(system_message=self._instructions)
-        history.add_user_message(prompt)
-        reply = self._loop.run(lambda: self._service.get_chat_message_content(history, self._settings))
-        return "" if reply is None else str(reply.content).strip()
+        return self._chat.complete(self._instructions, prompt)
+
+
+class SemanticKernelReranker(polymem.ChatReranker):
+    """polymem's `Reranker` on a chat completion service, which rates each candidate 0–10
+    (the prompt and the parsing are polymem's).
+
+        store = polymem.open(url, reranker=SemanticKernelReranker(service))
+    """
+
+    def __init__(
+        self,
+        service: ChatCompletionClientBase,
+        *,
+        system: str = polymem.ChatReranker.SYSTEM,
+        settings: PromptExecutionSettings | None = None,
+    ) -> None:
+        super().__init__(_Chat(service, settings), system=system)
+
+
+class SemanticKernelQueryRewriter(polymem.ChatQueryRewriter):
+    """polymem's `QueryRewriter` on a chat completion service.
+
+        store = polymem.open(url, query_rewriter=SemanticKernelQueryRewriter(service))
+    """
+
+    def __init__(
+        self,
+        service: ChatCompletionClientBase,
+        *,
+        system: str = polymem.ChatQueryRewriter.SYSTEM,
+        settings: PromptExecutionSettings | None = None,
+    ) -> None:
+        super().__init__(_Chat(service, settings), system=system)
 
 
 class SemanticKernelSummarizer(_ChatBacked):

@@ -13,15 +13,16 @@ import builtins
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from . import _plan
-from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, selective_terms
+from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, bm25_scores, selective_terms
 from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
@@ -75,7 +76,7 @@ from ._storage import (
     Update,
 )
 from ._text import content_hash, numbers_with_units, query_terms, terms
-from ._time import Clock, require_aware
+from ._time import Clock, from_iso, require_aware
 
 log = logging.getLogger("polymem")
 
@@ -487,12 +488,13 @@ class Engine:
 
     def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
                filter: dict[str, Any] | None, status: str | None,
-               model_id: str | None = None, valid_at: datetime | None = None) -> Plan:
+               model_id: str | None = None, valid_at: datetime | None = None, changed_only: bool = False) -> Plan:
         """The memories in scope as they stood at `as_of` (with their vectors of `model_id`, where
-        stored), newest first; with `valid_at`, each in its version that held in the world then.
+        stored), newest first; with `valid_at`, each in its version that held in the world then;
+        with `changed_only`, only those written or deleted since `as_of`.
         The filter applies to those versions, by the same SQL as today's reads: evaluated in an
         in-memory SQLite table holding them."""
-        rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id)
+        rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id, changed_only)
         if valid_at is not None:
             rows = yield from self._valid_at(rows, valid_at, as_of)
         kept = [(r, v) for r, v in rows
@@ -657,7 +659,8 @@ class Engine:
             candidates = yield _backend("search", request)
         else:
             candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
-                                                          filter, valid_at)
+                                                          filter, valid_at, max(CANDIDATES, top_k),
+                                                          everything=min_relevance == 0 and vector is None)
         # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
@@ -705,25 +708,69 @@ class Engine:
 
     def _past_candidates(self, at: datetime, vector: np.ndarray | None, query: Sequence[str], user_id: str | None,
                          agent_id: str | None, category: str | None, filter: dict[str, Any] | None,
-                         valid_at: datetime | None) -> Plan:
-        """Recall candidates from the store as it stood at `at`: every version current then, its
-        cosine from its stored vector (a version whose content changed since is embedded again) and
-        its BM25 over those versions, relative to the best match as the full-text search gives it."""
+                         valid_at: datetime | None, limit: int, *, everything: bool = False) -> Plan:
+        """Recall candidates from the store as it stood at `at`.
+
+        A memory neither written nor deleted since `at` is now as it was then: the store's own
+        search finds those (inside the filters, expiry judged at `at`). The memories written or
+        deleted since are read in their version of `at` and ranked with them: the cosine from the
+        stored vector (a version whose content changed since is embedded again), the full-text
+        rank by BM25 with the weights the search gives the query's terms, on the scale of the
+        search's best match (all rescaled when a past version matches better). With `valid_at`,
+        which may take any memory to an older version, or for `everything` in scope (a lexical
+        recall with `min_relevance=0`), every version current then is ranked."""
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
-        if not rows:
-            return []
-        similarities: builtins.list[float | None] = [None] * len(rows)
-        if vector is not None and self.embedder is not None:
-            stale = [i for i, (_, v) in enumerate(rows) if v is None]
-            vectors = [v for _, v in rows]
-            if stale:
-                raw = yield embed_op([rows[i][0].content for i in stale])
-                for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
-                    vectors[i] = fresh
-            similarities = [float(v @ vector) if v is not None else None for v in vectors]
-        ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
-        return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
+        if valid_at is not None or everything:
+            rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
+            ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
+            similarities = yield from self._similarities(rows, vector)
+            return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
+        changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
+                                         changed_only=True)
+        request = SearchRequest(self.namespace, user_id, agent_id, category, _unchanged_since(filter, at), vector,
+                                model_id, tuple(query), at, limit)
+        found = yield _backend("search", request)
+        if not changed:
+            return found
+        similarities = yield from self._similarities(changed, vector)
+        past = [Candidate(record, sim, None) for (record, _), sim in zip(changed, similarities)]
+        return (yield from self._with_past_text_ranks(found, past, query, with_vector=vector is not None))
+
+    def _similarities(self, rows: Sequence[tuple[MemoryRecord, Any]], vector: np.ndarray | None) -> Plan:
+        """Each row's cosine to the query `vector` (None without one): from its stored vector, or
+        its content embedded again where none is stored for it."""
+        if vector is None or self.embedder is None:
+            return [None] * len(rows)
+        vectors = [v for _, v in rows]
+        stale = [i for i, v in enumerate(vectors) if v is None]
+        if stale:
+            raw = yield embed_op([rows[i][0].content for i in stale])
+            for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
+                vectors[i] = fresh
+        return [float(v @ vector) if v is not None else None for v in vectors]
+
+    def _with_past_text_ranks(self, found: Sequence[Candidate], past: Sequence[Candidate], query: Sequence[str], *,
+                              with_vector: bool) -> Plan:
+        """`found` and `past` together, the past versions with full-text ranks on the scale of the
+        search's ranks: BM25 with the search's term weights, relative to the search's best match
+        (its text read again), all ranks divided by the highest when a past version's is above 1."""
+        rows, docs = yield _backend("document_frequencies", self.namespace, builtins.list(dict.fromkeys(query)))
+        documents = [terms(c.scored.content) for c in past]
+        # a term only past versions hold (a deleted memory's) is no less searchable for it
+        held = Counter(t for doc in documents for t in set(doc))
+        docs, rows = {t: docs.get(t, 0) + held[t] for t in query}, rows + len(past)
+        idf = {t: bm25_idf(rows, docs[t]) for t in selective_terms(query, docs, rows, with_vector=with_vector)}
+        best = max((c for c in found if c.text_rank is not None), key=lambda c: c.text_rank or 0.0, default=None)
+        if best is not None:
+            best_record = yield _backend("get", self.namespace, [best.id])
+            documents += [terms(r.content) for r in best_record]
+        scores = bm25_scores(documents, idf)
+        scale = scores.get(len(past)) if len(documents) > len(past) else None
+        scale = scale or max((scores.get(i, 0.0) for i in range(len(past))), default=0.0)
+        ranks = {i: scores[i] / scale for i in range(len(past)) if i in scores and scale > 0}
+        top = max(1.0, *ranks.values()) if ranks else 1.0
+        return [*(replace(c, text_rank=None if c.text_rank is None else c.text_rank / top) for c in found),
+                *(replace(c, text_rank=None if i not in ranks else ranks[i] / top) for i, c in enumerate(past))]
 
     def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
                 top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
@@ -1201,6 +1248,23 @@ class Engine:
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))
+
+
+def _unchanged_since(filter: dict[str, Any] | None, at: datetime) -> dict[str, Any]:
+    """`filter` restricted to the memories not written since `at` (a caller's own bound on
+    `updated_at` kept: the stricter of the two)."""
+    given = (filter or {}).get("updated_at")
+    bounds: dict[str, Any] = {"$eq": given}
+    if given is None:
+        bounds = {}
+    elif isinstance(given, dict) and given and all(isinstance(k, str) and k.startswith("$") for k in given):
+        bounds = dict(given)
+    bound = bounds.get("$lte")
+    if isinstance(bound, str):
+        bound = from_iso(bound, "updated_at")
+    if isinstance(bound, datetime):
+        at = min(at, require_aware(bound, "updated_at"))
+    return {**(filter or {}), "updated_at": {**bounds, "$lte": at}}
 
 
 def valid_from(record: MemoryRecord) -> datetime:

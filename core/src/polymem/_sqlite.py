@@ -891,7 +891,7 @@ class SQLiteBackend(Backend):
         return [MemoryRecord.from_dict(v) for v in versions]
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+              model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         at_us = to_micros(at)
         scope, params = "namespace = ?", [namespace]
         if user_id is not None:
@@ -903,8 +903,10 @@ class SQLiteBackend(Backend):
         out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
         changed: Changed = {}
         with self._read() as conn:
+            since = " AND updated_at > ?" if changed_only else ""
             for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE {scope} "
-                                    "AND created_at <= ? ORDER BY created_at, rowid", (*params, at_us)):
+                                    f"AND created_at <= ?{since} ORDER BY created_at, rowid",
+                                    (*params, at_us, *([at_us] if changed_only else []))):
                 if row[12] > at_us:  # updated_at: a later version; the one of `at` is among the kept ones
                     changed[row[0]] = (row[5], row[19], row[16])
                     continue

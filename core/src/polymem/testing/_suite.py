@@ -734,6 +734,51 @@ class MemoryConformance:
                                                    as_of=then))] == [rec.memory_id]
         assert call(mem.list(user_id="ann", filter={"metadata.topic": "work"})) == []
 
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then(self, mem: Any, clock: FakeClock) -> None:
+        """A recall `as_of` searches the memories unchanged since then and ranks only those changed
+        since in their past version; `valid_at` (what held then, here everything known then) still
+        ranks every version current then: both give the same hits, versions and order."""
+        self._as_of_ranks_as_every_version(mem, clock)
+
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then_by_text(self, lexical: Any,
+                                                                              clock: FakeClock) -> None:
+        self._as_of_ranks_as_every_version(lexical, clock)
+
+    @staticmethod
+    def _as_of_ranks_as_every_version(mem: Any, clock: FakeClock) -> None:
+        said = {text: call(mem.save(text, user_id="ann", category=category)) for text, category in [
+            ("My favourite colour is blue", "preference"), ("I live in Paris near the river", "fact"),
+            ("My dog is called Rex", "fact"), ("I drink green tea every morning", "preference"),
+            ("My sister lives in Lyon", "fact"), ("I work as a nurse at the city hospital", "fact"),
+            ("I am allergic to peanuts", "fact"), ("Dentist appointment on Friday", "event"),
+            ("I like jazz and old blues records", "preference"), ("My car is a red bicycle", "fact")]}
+        call(mem.save("Bob likes football", user_id="bob"))
+        clock.advance(days=3)
+        call(mem.update(said["I live in Paris near the river"].memory_id, content="I live in Berlin by the lake"))
+        call(mem.delete(said["My car is a red bicycle"].memory_id))
+        call(mem.save("My favourite colour is now green", user_id="ann", category="preference"))
+        call(mem.consolidate())  # supersedes blue before `then`
+        call(mem.recall("dog tea jazz", user_id="ann"))  # reinforcement, which has no versions
+        then = clock.advance(days=2)
+        clock.advance(days=5)
+        call(mem.update(said["My dog is called Rex"].memory_id, content="My dog Rex died last winter"))
+        call(mem.update(said["I drink green tea every morning"].memory_id, importance=0.9, category="fact"))
+        call(mem.delete(said["I am allergic to peanuts"].memory_id))
+        call(mem.save("My favourite colour is now black", user_id="ann", category="preference"))
+        call(mem.consolidate())  # supersedes green after `then`
+        call(mem.save("I moved to Madrid", user_id="ann"))
+        for question in ["What is my favourite colour?", "Where do I live?", "dog", "What do I drink?",
+                         "peanut allergy", "Tell me about my family", "music", "hospital work"]:
+            for top_k, floor in ((10, None), (20, 0.0)):
+                options = {"user_id": "ann", "as_of": then, "top_k": top_k, "min_relevance": floor}
+                searched = call(mem.recall(question, **options))
+                ranked = call(mem.recall(question, valid_at=then, **options))
+                assert [(h.memory.memory_id, h.memory.version, h.memory.content) for h in searched] == [
+                    (h.memory.memory_id, h.memory.version, h.memory.content) for h in ranked], question
+                for part in ("similarity", "text_rank", "score"):
+                    assert [getattr(h, part) for h in searched] == pytest.approx(
+                        [getattr(h, part) for h in ranked], abs=1e-6), (question, part)
+
     def test_a_recall_as_of_the_past_reinforces_nothing(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         then = clock.advance(hours=1)

@@ -291,6 +291,10 @@ class RecordStore(ABC):
         `changed_only`, only those written or deleted since `at` (the others are as they are now)."""
 
     @abstractmethod
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        """The ids of the live memories of the namespace (of one user) written after `at`."""
+
+    @abstractmethod
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         """Every version of a memory, oldest first (a deleted memory's too, until it is purged)."""
 
@@ -447,6 +451,9 @@ class AsyncRecordStore(ABC):
     async def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
                     model_id: str | None, changed_only: bool = False,
                     ) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+
+    @abstractmethod
+    async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]: ...
 
     @abstractmethod
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...

@@ -125,6 +125,8 @@ def _call(func: Callable[..., Any], *args: Any) -> Op:
 
 MAX_TOP_K = 1000
 CANDIDATES = 100
+# A recall `as_of` searches past up to this many memories written since (see `_past_candidates`).
+MAX_SEARCHED_PAST = 5000
 LAZY_EMBED_BATCH = 64
 """Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
 DEFAULT_MAX_CONTENT_CHARS = 4_000_000
@@ -727,14 +729,26 @@ class Engine:
             return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
         changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
                                          changed_only=True)
-        request = SearchRequest(self.namespace, user_id, agent_id, category, _unchanged_since(filter, at), vector,
-                                model_id, tuple(query), at, limit)
-        found = yield _backend("search", request)
+        since = set((yield _backend("written_since", self.namespace, at, user_id)))
+        # A few memories written since are searched past (the search brings as many more); many
+        # are left out by a filter, which costs a read of the scope's rows.
+        many = len(since) > MAX_SEARCHED_PAST
+        request = SearchRequest(self.namespace, user_id, agent_id, category,
+                                _unchanged_since(filter, at) if many else filter, vector, model_id, tuple(query), at,
+                                limit if many else limit + len(since))
+        found = [c for c in (yield _backend("search", request)) if c.id not in since]
+        best = max((c.text_rank for c in found if c.text_rank is not None), default=1.0)
+        if best < 1.0:  # the best text match was written since: the ranks are relative to the best left
+            found = [replace(c, text_rank=None if c.text_rank is None else c.text_rank / best) for c in found]
         if not changed:
             return found
         similarities = yield from self._similarities(changed, vector)
-        past = [Candidate(record, sim, None) for (record, _), sim in zip(changed, similarities)]
-        return (yield from self._with_past_text_ranks(found, past, query, with_vector=vector is not None))
+        ranks = yield from self._past_text_ranks(found, [r for r, _ in changed], query, with_vector=vector is not None)
+        top = max(1.0, *ranks.values()) if ranks else 1.0
+        if top > 1.0:  # a past version matches better than the search's best: every rank relative to it
+            found = [replace(c, text_rank=None if c.text_rank is None else c.text_rank / top) for c in found]
+        return [*found, *(Candidate(record, sim, None if i not in ranks else ranks[i] / top)
+                          for i, ((record, _), sim) in enumerate(zip(changed, similarities)))]
 
     def _similarities(self, rows: Sequence[tuple[MemoryRecord, Any]], vector: np.ndarray | None) -> Plan:
         """Each row's cosine to the query `vector` (None without one): from its stored vector, or
@@ -749,28 +763,23 @@ class Engine:
                 vectors[i] = fresh
         return [float(v @ vector) if v is not None else None for v in vectors]
 
-    def _with_past_text_ranks(self, found: Sequence[Candidate], past: Sequence[Candidate], query: Sequence[str], *,
-                              with_vector: bool) -> Plan:
-        """`found` and `past` together, the past versions with full-text ranks on the scale of the
-        search's ranks: BM25 with the search's term weights, relative to the search's best match
-        (its text read again), all ranks divided by the highest when a past version's is above 1."""
+    def _past_text_ranks(self, found: Sequence[Candidate], past: Sequence[MemoryRecord], query: Sequence[str], *,
+                         with_vector: bool) -> Plan:
+        """The full-text ranks of the `past` versions (by index) on the scale of the search's ranks
+        in `found`: BM25 with the search's term weights, relative to the search's best match (its
+        text read again); above 1 for a version matching better."""
         rows, docs = yield _backend("document_frequencies", self.namespace, builtins.list(dict.fromkeys(query)))
-        documents = [terms(c.scored.content) for c in past]
+        documents = [terms(record.content) for record in past]
         # a term only past versions hold (a deleted memory's) is no less searchable for it
         held = Counter(t for doc in documents for t in set(doc))
         docs, rows = {t: docs.get(t, 0) + held[t] for t in query}, rows + len(past)
         idf = {t: bm25_idf(rows, docs[t]) for t in selective_terms(query, docs, rows, with_vector=with_vector)}
         best = max((c for c in found if c.text_rank is not None), key=lambda c: c.text_rank or 0.0, default=None)
         if best is not None:
-            best_record = yield _backend("get", self.namespace, [best.id])
-            documents += [terms(r.content) for r in best_record]
+            documents += [terms(r.content) for r in (yield _backend("get", self.namespace, [best.id]))]
         scores = bm25_scores(documents, idf)
-        scale = scores.get(len(past)) if len(documents) > len(past) else None
-        scale = scale or max((scores.get(i, 0.0) for i in range(len(past))), default=0.0)
-        ranks = {i: scores[i] / scale for i in range(len(past)) if i in scores and scale > 0}
-        top = max(1.0, *ranks.values()) if ranks else 1.0
-        return [*(replace(c, text_rank=None if c.text_rank is None else c.text_rank / top) for c in found),
-                *(replace(c, text_rank=None if i not in ranks else ranks[i] / top) for i, c in enumerate(past))]
+        scale = scores.get(len(past)) or max((scores.get(i, 0.0) for i in range(len(past))), default=0.0)
+        return {i: score / scale for i, score in scores.items() if i < len(past) and scale > 0}
 
     def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
                 top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:

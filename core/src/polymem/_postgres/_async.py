@@ -157,6 +157,9 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
                     model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         return await self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id, changed_only)
 
+    async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        return await self._call(self.plans.written_since, namespace, at, user_id)
+
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.history, namespace, memory_id)
 

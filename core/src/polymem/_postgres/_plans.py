@@ -327,6 +327,12 @@ class Plans:
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
         return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
 
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> PgPlan[builtins.list[str]]:
+        user, params = ("", []) if user_id is None else (" AND user_id = %s", [user_id])
+        rows = yield Q(f"SELECT memory_id FROM polymem_memories WHERE namespace = %s AND updated_at > %s{user}",
+                       (namespace, at, *params))
+        return [r[0] for r in rows]
+
     def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
         owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s UNION ALL "
                         "SELECT 1 FROM polymem_memory_tombstones WHERE namespace = %s AND memory_id = %s",

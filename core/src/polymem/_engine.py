@@ -299,14 +299,9 @@ class Engine:
              expire_at: datetime | None = None, idempotency_key: str | None = None,
              vector: Sequence[float] | None = None, valid_from: datetime | None = None,
              valid_to: datetime | None = None) -> Plan:
-        validity = {key: require_aware(value, key).isoformat()
-                    for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
-        if validity and isinstance(metadata, dict):
-            metadata = {**metadata, **validity}
-        elif validity and metadata is None:
-            metadata = validity
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
-                            entities=_strings(entities, "entities"), metadata=metadata or {})
+                            entities=_strings(entities, "entities"),
+                            metadata=_with_validity(metadata, valid_from, valid_to) or {})
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
                                                expire_at=expire_at, idempotency_keys=[idempotency_key],
                                                vectors=None if vector is None else [vector])
@@ -314,10 +309,13 @@ class Engine:
 
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
                   session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
-                  idempotency_keys: Sequence[str | None] | None = None) -> Plan:
+                  idempotency_keys: Sequence[str | None] | None = None, valid_from: datetime | None = None,
+                  valid_to: datetime | None = None) -> Plan:
         drafts = _sequence(drafts, "drafts")
         if not all(isinstance(d, MemoryDraft) for d in drafts):
             raise InvalidInput("drafts must be polymem MemoryDraft values")
+        if valid_from is not None or valid_to is not None:
+            drafts = [replace(d, metadata=_with_validity(d.metadata, valid_from, valid_to)) for d in drafts]
         keys = _sequence(idempotency_keys, "idempotency_keys") if idempotency_keys is not None else [None] * len(drafts)
         if vectors is not None and (not hasattr(vectors, "__len__") or len(vectors) != len(drafts)):
             raise InvalidInput("give one vector per memory")
@@ -478,10 +476,14 @@ class Engine:
         return (yield Update(self.namespace, memory_id, {"metadata": metadata, "status": "active"}, None, self.clock()))
 
     # -- long-term memory (reads) ---------------------------------------------------------------
-    def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False) -> Plan:
+    def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False,
+            valid_at: datetime | None = None) -> Plan:
         self._label(memory_id, "memory_id")
-        if as_of is not None:
-            past = yield _backend("as_of", self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
+        if as_of is not None or valid_at is not None:
+            known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
+            past = yield _backend("as_of", self.namespace, known_at, None, [memory_id], None)
+            if valid_at is not None:
+                past = yield from self._valid_at(past, require_aware(valid_at, "valid_at"), known_at)
             found = [record for record, _ in past]
         else:
             found = yield _backend("get", self.namespace, [memory_id])
@@ -580,7 +582,8 @@ class Engine:
     def put(self, key: str, content: str, *, user_id: str | None, agent_id: str | None = None,
             session_id: str | None = None, category: str = "fact", source: str = "user_input",
             importance: float | None = None, entities: Sequence[str] | None = None,
-            metadata: dict[str, Any] | None = None, expire_at: datetime | None = None) -> Plan:
+            metadata: dict[str, Any] | None = None, expire_at: datetime | None = None,
+            valid_from: datetime | None = None, valid_to: datetime | None = None) -> Plan:
         current = yield from self.get_by_key(key, include_quarantined=True)
         if current is not None and current.user_id != user_id:
             raise InvalidInput(f"key {key!r} names a memory of another user")
@@ -592,7 +595,10 @@ class Engine:
             return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
                                          category=category, source=source, importance=importance,
                                          entities=entities, metadata=metadata, expire_at=expire_at,
-                                         idempotency_key=key))
+                                         idempotency_key=key, valid_from=valid_from, valid_to=valid_to))
+        if valid_from is not None or valid_to is not None:  # the new version's validity, beside its metadata
+            kept = {k: v for k, v in current.metadata.items() if k not in ("valid_from", "valid_to")}
+            metadata = _with_validity(kept if metadata is None else metadata, valid_from, valid_to)
         return (yield from self.update(current.memory_id, content=content, category=category, importance=importance,
                                        metadata=metadata, entities=entities, expire_at=expire_at))
 
@@ -1257,6 +1263,16 @@ class Engine:
 
     def session_info(self, spec: SessionSpec) -> Plan:
         return (yield from self._live_session(spec))
+
+
+def _with_validity(metadata: Any, valid_from: datetime | None, valid_to: datetime | None) -> Any:
+    """`metadata` with the validity given (ISO-8601 `valid_from`/`valid_to`); anything but a dict
+    is left for the metadata check to refuse."""
+    validity = {key: require_aware(value, key).isoformat()
+                for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
+    if validity and isinstance(metadata, dict):
+        return {**metadata, **validity}
+    return validity if validity and metadata is None else metadata
 
 
 def _unchanged_since(filter: dict[str, Any] | None, at: datetime) -> dict[str, Any]:

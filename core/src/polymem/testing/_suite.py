@@ -16,6 +16,7 @@ from polymem import (
     EmptyContentError,
     InvalidFilterError,
     InvalidInput,
+    MemoryDraft,
     NaiveDatetimeError,
     SnapshotError,
     VersionConflictError,
@@ -816,3 +817,32 @@ class MemoryConformance:
                 ] == [rec.memory_id]
         assert call(mem.list(user_id="ann", valid_at=datetime(2024, 6, 1, tzinfo=timezone.utc))) == []
         assert call(mem.list(user_id="ann", valid_at=datetime(2019, 6, 1, tzinfo=timezone.utc))) == []
+
+    def test_get_gives_the_version_that_held_then(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc)))
+        clock.advance(days=1)
+        call(mem.put("home", "I live in Berlin", user_id="ann"))  # another memory, by key
+        moved = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        call(mem.update(rec.memory_id, content="I live in Lyon", metadata={"valid_from": moved.isoformat()}))
+        assert call(mem.get(rec.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
+            "I live in Paris"
+        assert call(mem.get(rec.memory_id, valid_at=moved + timedelta(days=1))).content == "I live in Lyon"
+        assert call(mem.get(rec.memory_id, valid_at=datetime(2019, 1, 1, tzinfo=timezone.utc))) is None
+
+    def test_save_many_gives_every_memory_the_validity(self, mem: Any) -> None:
+        start, end = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        saved = call(mem.save_many([MemoryDraft("I live in Paris"), MemoryDraft("I work at the Louvre")],
+                                   user_id="ann", valid_from=start, valid_to=end))
+        assert {(r.metadata["valid_from"], r.metadata["valid_to"]) for r in saved} == {
+            (start.isoformat(), end.isoformat())}
+        assert len(call(mem.list(user_id="ann", valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc)))) == 2
+        assert call(mem.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+
+    def test_put_sets_the_validity_of_a_new_memory_and_of_a_new_version(self, mem: Any) -> None:
+        start, moved = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        first = call(mem.put("home", "I live in Paris", user_id="ann", valid_from=start, metadata={"k": 1}))
+        assert (first.metadata["valid_from"], first.metadata["k"]) == (start.isoformat(), 1)
+        second = call(mem.put("home", "I live in Lyon", user_id="ann", valid_from=moved))
+        assert (second.version, second.metadata) == (2, {"k": 1, "valid_from": moved.isoformat()})
+        assert call(mem.get(first.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
+            "I live in Paris"

@@ -736,12 +736,13 @@ class Engine:
         changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
                                          changed_only=True)
         since = set((yield _backend("written_since", self.namespace, at, user_id)))
-        # A few memories written since are searched past (the search brings as many more); many
-        # are left out by a filter, which costs a read of the scope's rows.
+        # Up to MAX_SEARCHED_PAST memories written since are searched past (the search brings up
+        # to twice as many candidates, as if none had been written since unless more of them are
+        # among the best); more are left out by a filter, which costs a read of the scope's rows.
         many = len(since) > MAX_SEARCHED_PAST
         request = SearchRequest(self.namespace, user_id, agent_id, category,
                                 _unchanged_since(filter, at) if many else filter, vector, model_id, tuple(query), at,
-                                limit if many else limit + len(since))
+                                limit if many else limit + min(len(since), limit))
         found = [c for c in (yield _backend("search", request)) if c.id not in since]
         best = max((c.text_rank for c in found if c.text_rank is not None), default=1.0)
         if best < 1.0:  # the best text match was written since: the ranks are relative to the best left

@@ -516,6 +516,28 @@ class MemoryConformance:
         finally:
             call(target.close())
 
+    def test_a_restored_snapshot_answers_valid_at_and_as_of_for_live_memories(
+            self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """Validity travels in the metadata and versions with their memory (a deleted memory's
+        tombstone does not travel yet: a restored store has no past for it)."""
+        paris = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc),
+                              valid_to=datetime(2024, 1, 1, tzinfo=timezone.utc)))
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        call(mem.update(paris.memory_id, content="I lived in Paris"))
+        buffer = io.BytesIO()
+        call(mem.export_snapshot(buffer))
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            call(target.import_snapshot(buffer))
+            assert call(target.get(paris.memory_id, as_of=then)).content == "I live in Paris"
+            in_2022 = datetime(2022, 1, 1, tzinfo=timezone.utc)
+            assert [r.content for r in call(target.list(user_id="ann", valid_at=in_2022))] == ["I lived in Paris"]
+            assert call(target.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+        finally:
+            call(target.close())
+
     def test_truncated_snapshot_is_refused_with_its_line_and_imports_nothing(
             self, mem: Any, open_store: Any, clock: FakeClock) -> None:
         self._fill(mem, clock)

@@ -121,15 +121,24 @@ def bm25_ranks(documents: Sequence[Sequence[str]], query: Sequence[str], k1: flo
         return {}
     counts = [Counter(t for t in doc if t in wanted) for doc in documents]
     docs = Counter(t for c in counts for t in c)
-    average = sum(len(d) for d in documents) / len(documents) or 1.0
     idf = {t: bm25_idf(len(documents), n) for t, n in docs.items()}
-    scores = {}
-    for i, (doc, tf) in enumerate(zip(documents, counts)):
-        if tf:
-            norm = k1 * (1 - b + b * len(doc) / average)
-            scores[i] = sum(idf[t] * n * (k1 + 1) / (n + norm) for t, n in tf.items())
+    scores = bm25_scores(documents, idf, k1, b)
     best = max(scores.values(), default=0.0)
     return {i: (score / best if best > 0 else 1.0) for i, score in scores.items()}
+
+
+def bm25_scores(documents: Sequence[Sequence[str]], idf: Mapping[str, float], k1: float = 1.2,
+                b: float = 0.75) -> dict[int, float]:
+    """BM25 of each document (by index) holding a term of `idf` (the terms searched, with their
+    weights), lengths relative to these documents' average."""
+    average = sum(len(d) for d in documents) / len(documents) if documents else 1.0
+    scores = {}
+    for i, doc in enumerate(documents):
+        tf = Counter(t for t in doc if t in idf)
+        if tf:
+            norm = k1 * (1 - b + b * len(doc) / (average or 1.0))
+            scores[i] = sum(idf[t] * n * (k1 + 1) / (n + norm) for t, n in tf.items())
+    return scores
 
 
 def version_at(versions: Iterable[dict[str, Any]], at: datetime) -> MemoryRecord | None:
@@ -275,10 +284,15 @@ class RecordStore(ABC):
 
     @abstractmethod
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+              model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         """The memories of the namespace (of one user, or these ids) as they stood at `at`: each one
         created by then and not deleted by then, in its version current then, with its stored vector
-        of `model_id` when that vector is of this version's content (else None)."""
+        of `model_id` when that vector is of this version's content (else None). With
+        `changed_only`, only those written or deleted since `at` (the others are as they are now)."""
+
+    @abstractmethod
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        """The ids of the live memories of the namespace (of one user) written after `at`."""
 
     @abstractmethod
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
@@ -435,7 +449,11 @@ class AsyncRecordStore(ABC):
 
     @abstractmethod
     async def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-                    model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+                    model_id: str | None, changed_only: bool = False,
+                    ) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+
+    @abstractmethod
+    async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]: ...
 
     @abstractmethod
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...

@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _plan
-from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, selective_terms
+from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, bm25_scores, selective_terms
 from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
@@ -94,9 +95,10 @@ from ._storage import (
     SetVectors,
     StorageOp,
     Update,
+    WrittenSince,
 )
 from ._text import content_hash, numbers_with_units, query_terms, terms
-from ._time import Clock, require_aware
+from ._time import Clock, from_iso, require_aware
 
 log = logging.getLogger("polymem")
 
@@ -147,6 +149,8 @@ MAX_REWRITES = 5
 """The most query variants a recall searches (each costs one search)."""
 DEFAULT_REWRITES = 2
 """The variants a store with a query rewriter searches unless a recall says otherwise."""
+# A recall `as_of` searches past up to this many memories written since (see `_past_candidates`).
+MAX_SEARCHED_PAST = 5000
 LAZY_EMBED_BATCH = 64
 """Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
 DEFAULT_MAX_CONTENT_CHARS = 4_000_000
@@ -328,14 +332,9 @@ class Engine:
              expire_at: datetime | None = None, idempotency_key: str | None = None,
              vector: Sequence[float] | None = None, valid_from: datetime | None = None,
              valid_to: datetime | None = None) -> Plan:
-        validity = {key: require_aware(value, key).isoformat()
-                    for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
-        if validity and isinstance(metadata, dict):
-            metadata = {**metadata, **validity}
-        elif validity and metadata is None:
-            metadata = validity
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
-                            entities=_strings(entities, "entities"), metadata=metadata or {})
+                            entities=_strings(entities, "entities"),
+                            metadata=_with_validity(metadata, valid_from, valid_to) or {})
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
                                                expire_at=expire_at, idempotency_keys=[idempotency_key],
                                                vectors=None if vector is None else [vector])
@@ -343,10 +342,13 @@ class Engine:
 
     def save_many(self, drafts: Sequence[MemoryDraft], *, user_id: str | None, agent_id: str | None = None,
                   session_id: str | None = None, vectors: Sequence[Sequence[float]] | None = None,
-                  idempotency_keys: Sequence[str | None] | None = None) -> Plan:
+                  idempotency_keys: Sequence[str | None] | None = None, valid_from: datetime | None = None,
+                  valid_to: datetime | None = None) -> Plan:
         drafts = _sequence(drafts, "drafts")
         if not all(isinstance(d, MemoryDraft) for d in drafts):
             raise InvalidInput("drafts must be polymem MemoryDraft values")
+        if valid_from is not None or valid_to is not None:
+            drafts = [replace(d, metadata=_with_validity(d.metadata, valid_from, valid_to)) for d in drafts]
         keys = _sequence(idempotency_keys, "idempotency_keys") if idempotency_keys is not None else [None] * len(drafts)
         if vectors is not None and (not hasattr(vectors, "__len__") or len(vectors) != len(drafts)):
             raise InvalidInput("give one vector per memory")
@@ -507,10 +509,14 @@ class Engine:
         return (yield Update(self.namespace, memory_id, {"metadata": metadata, "status": "active"}, None, self.clock()))
 
     # -- long-term memory (reads) ---------------------------------------------------------------
-    def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False) -> Plan:
+    def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False,
+            valid_at: datetime | None = None) -> Plan:
         self._label(memory_id, "memory_id")
-        if as_of is not None:
-            past = yield RecordsAsOf(self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
+        if as_of is not None or valid_at is not None:
+            known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
+            past = yield RecordsAsOf(self.namespace, known_at, None, [memory_id], None)
+            if valid_at is not None:
+                past = yield from self._valid_at(past, require_aware(valid_at, "valid_at"), known_at)
             found = [record for record, _ in past]
         else:
             found = yield GetRecords(self.namespace, [memory_id])
@@ -519,12 +525,13 @@ class Engine:
 
     def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
                filter: dict[str, Any] | None, status: str | None,
-               model_id: str | None = None, valid_at: datetime | None = None) -> Plan:
+               model_id: str | None = None, valid_at: datetime | None = None, changed_only: bool = False) -> Plan:
         """The memories in scope as they stood at `as_of` (with their vectors of `model_id`, where
-        stored), newest first; with `valid_at`, each in its version that held in the world then.
+        stored), newest first; with `valid_at`, each in its version that held in the world then;
+        with `changed_only`, only those written or deleted since `as_of`.
         The filter applies to those versions, by the same SQL as today's reads: evaluated in an
         in-memory SQLite table holding them."""
-        rows = yield RecordsAsOf(self.namespace, as_of, user_id, None, model_id)
+        rows = yield RecordsAsOf(self.namespace, as_of, user_id, None, model_id, changed_only)
         if valid_at is not None:
             rows = yield from self._valid_at(rows, valid_at, as_of)
         kept = [(r, v) for r, v in rows
@@ -608,7 +615,8 @@ class Engine:
     def put(self, key: str, content: str, *, user_id: str | None, agent_id: str | None = None,
             session_id: str | None = None, category: str = "fact", source: str = "user_input",
             importance: float | None = None, entities: Sequence[str] | None = None,
-            metadata: dict[str, Any] | None = None, expire_at: datetime | None = None) -> Plan:
+            metadata: dict[str, Any] | None = None, expire_at: datetime | None = None,
+            valid_from: datetime | None = None, valid_to: datetime | None = None) -> Plan:
         current = yield from self.get_by_key(key, include_quarantined=True)
         if current is not None and current.user_id != user_id:
             raise InvalidInput(f"key {key!r} names a memory of another user")
@@ -620,7 +628,10 @@ class Engine:
             return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
                                          category=category, source=source, importance=importance,
                                          entities=entities, metadata=metadata, expire_at=expire_at,
-                                         idempotency_key=key))
+                                         idempotency_key=key, valid_from=valid_from, valid_to=valid_to))
+        if valid_from is not None or valid_to is not None:  # the new version's validity, beside its metadata
+            kept = {k: v for k, v in current.metadata.items() if k not in ("valid_from", "valid_to")}
+            metadata = _with_validity(kept if metadata is None else metadata, valid_from, valid_to)
         return (yield from self.update(current.memory_id, content=content, category=category, importance=importance,
                                        metadata=metadata, entities=entities, expire_at=expire_at))
 
@@ -701,8 +712,9 @@ class Engine:
                                         terms_of_query, now, max(CANDIDATES, top_k))
                 candidates = yield Search(request)
             else:
-                candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id,
-                                                              category, filter, valid_at)
+                candidates = yield from self._past_candidates(
+                    now, vector, terms_of_query, user_id, agent_id, category, filter, valid_at,
+                    max(CANDIDATES, top_k), everything=min_relevance == 0 and vector is None)
             rankings.append(self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all,
                                       explain=explain))
         hits, found_by = merge_by_score(rankings)
@@ -823,25 +835,77 @@ class Engine:
 
     def _past_candidates(self, at: datetime, vector: np.ndarray | None, query: Sequence[str], user_id: str | None,
                          agent_id: str | None, category: str | None, filter: dict[str, Any] | None,
-                         valid_at: datetime | None) -> Plan:
-        """Recall candidates from the store as it stood at `at`: every version current then, its
-        cosine from its stored vector (a version whose content changed since is embedded again) and
-        its BM25 over those versions, relative to the best match as the full-text search gives it."""
+                         valid_at: datetime | None, limit: int, *, everything: bool = False) -> Plan:
+        """Recall candidates from the store as it stood at `at`.
+
+        A memory neither written nor deleted since `at` is now as it was then: the store's own
+        search finds those (inside the filters, expiry judged at `at`). The memories written or
+        deleted since are read in their version of `at` and ranked with them: the cosine from the
+        stored vector (a version whose content changed since is embedded again), the full-text
+        rank by BM25 with the weights the search gives the query's terms, on the scale of the
+        search's best match (all rescaled when a past version matches better). With `valid_at`,
+        which may take any memory to an older version, or for `everything` in scope (a lexical
+        recall with `min_relevance=0`), every version current then is ranked."""
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
-        if not rows:
-            return []
-        similarities: builtins.list[float | None] = [None] * len(rows)
-        if vector is not None and self.embedder is not None:
-            stale = [i for i, (_, v) in enumerate(rows) if v is None]
-            vectors = [v for _, v in rows]
-            if stale:
-                raw = yield embed_op([rows[i][0].content for i in stale])
-                for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
-                    vectors[i] = fresh
-            similarities = [float(v @ vector) if v is not None else None for v in vectors]
-        ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
-        return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
+        if valid_at is not None or everything:
+            rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
+            ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
+            similarities = yield from self._similarities(rows, vector)
+            return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
+        changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
+                                         changed_only=True)
+        since = set((yield WrittenSince(self.namespace, at, user_id)))
+        # Up to MAX_SEARCHED_PAST memories written since are searched past (the search brings up
+        # to twice as many candidates, as if none had been written since unless more of them are
+        # among the best); more are left out by a filter, which costs a read of the scope's rows.
+        many = len(since) > MAX_SEARCHED_PAST
+        request = SearchRequest(self.namespace, user_id, agent_id, category,
+                                _unchanged_since(filter, at) if many else filter, vector, model_id, tuple(query), at,
+                                limit if many else limit + min(len(since), limit))
+        found = [c for c in (yield Search(request)) if c.id not in since]
+        best = max((c.text_rank for c in found if c.text_rank is not None), default=1.0)
+        if best < 1.0:  # the best text match was written since: the ranks are relative to the best left
+            found = [replace(c, text_rank=None if c.text_rank is None else c.text_rank / best) for c in found]
+        if not changed:
+            return found
+        similarities = yield from self._similarities(changed, vector)
+        ranks = yield from self._past_text_ranks(found, [r for r, _ in changed], query, with_vector=vector is not None)
+        top = max(1.0, *ranks.values()) if ranks else 1.0
+        if top > 1.0:  # a past version matches better than the search's best: every rank relative to it
+            found = [replace(c, text_rank=None if c.text_rank is None else c.text_rank / top) for c in found]
+        return [*found, *(Candidate(record, sim, None if i not in ranks else ranks[i] / top)
+                          for i, ((record, _), sim) in enumerate(zip(changed, similarities)))]
+
+    def _similarities(self, rows: Sequence[tuple[MemoryRecord, Any]], vector: np.ndarray | None) -> Plan:
+        """Each row's cosine to the query `vector` (None without one): from its stored vector, or
+        its content embedded again where none is stored for it."""
+        if vector is None or self.embedder is None:
+            return [None] * len(rows)
+        vectors = [v for _, v in rows]
+        stale = [i for i, v in enumerate(vectors) if v is None]
+        if stale:
+            raw = yield embed_op([rows[i][0].content for i in stale])
+            for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
+                vectors[i] = fresh
+        return [float(v @ vector) if v is not None else None for v in vectors]
+
+    def _past_text_ranks(self, found: Sequence[Candidate], past: Sequence[MemoryRecord], query: Sequence[str], *,
+                         with_vector: bool) -> Plan:
+        """The full-text ranks of the `past` versions (by index) on the scale of the search's ranks
+        in `found`: BM25 with the search's term weights, relative to the search's best match (its
+        text read again); above 1 for a version matching better."""
+        rows, docs = yield DocumentFrequencies(self.namespace, builtins.list(dict.fromkeys(query)))
+        documents = [terms(record.content) for record in past]
+        # a term only past versions hold (a deleted memory's) is no less searchable for it
+        held = Counter(t for doc in documents for t in set(doc))
+        docs, rows = {t: docs.get(t, 0) + held[t] for t in query}, rows + len(past)
+        idf = {t: bm25_idf(rows, docs[t]) for t in selective_terms(query, docs, rows, with_vector=with_vector)}
+        best = max((c for c in found if c.text_rank is not None), key=lambda c: c.text_rank or 0.0, default=None)
+        if best is not None:
+            documents += [terms(r.content) for r in (yield GetRecords(self.namespace, [best.id]))]
+        scores = bm25_scores(documents, idf)
+        scale = scores.get(len(past)) or max((scores.get(i, 0.0) for i in range(len(past))), default=0.0)
+        return {i: score / scale for i, score in scores.items() if i < len(past) and scale > 0}
 
     def nearest(self, vector: Sequence[float], *, user_id: str | None, agent_id: str | None = None,
                 top_k: int = 10, category: str | None = None, filter: dict[str, Any] | None = None) -> Plan:
@@ -1352,6 +1416,33 @@ def _unit_scores(scores: Any, count: int) -> builtins.list[float]:
         raise ValueError(f"rerank scores must be numbers in [0, 1] (a cross-encoder's logits through a sigmoid), "
                          f"got {values[:5]!r}")
     return [float(v) for v in values]
+
+
+def _with_validity(metadata: Any, valid_from: datetime | None, valid_to: datetime | None) -> Any:
+    """`metadata` with the validity given (ISO-8601 `valid_from`/`valid_to`); anything but a dict
+    is left for the metadata check to refuse."""
+    validity = {key: require_aware(value, key).isoformat()
+                for key, value in (("valid_from", valid_from), ("valid_to", valid_to)) if value is not None}
+    if validity and isinstance(metadata, dict):
+        return {**metadata, **validity}
+    return validity if validity and metadata is None else metadata
+
+
+def _unchanged_since(filter: dict[str, Any] | None, at: datetime) -> dict[str, Any]:
+    """`filter` restricted to the memories not written since `at` (a caller's own bound on
+    `updated_at` kept: the stricter of the two)."""
+    given = (filter or {}).get("updated_at")
+    bounds: dict[str, Any] = {"$eq": given}
+    if given is None:
+        bounds = {}
+    elif isinstance(given, dict) and given and all(isinstance(k, str) and k.startswith("$") for k in given):
+        bounds = dict(given)
+    bound = bounds.get("$lte")
+    if isinstance(bound, str):
+        bound = from_iso(bound, "updated_at")
+    if isinstance(bound, datetime):
+        at = min(at, require_aware(bound, "updated_at"))
+    return {**(filter or {}), "updated_at": {**bounds, "$lte": at}}
 
 
 def valid_from(record: MemoryRecord) -> datetime:

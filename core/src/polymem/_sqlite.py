@@ -155,6 +155,10 @@ MIGRATIONS: builtins.list[str] = [
         PRIMARY KEY (namespace, source)
     );
     """,
+    # 7: the memories written since a moment, found without reading the scope (`as_of`)
+    """
+    CREATE INDEX IF NOT EXISTS memories_written ON memories(namespace, updated_at);
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -930,7 +934,7 @@ class SQLiteBackend(Backend):
         return [MemoryRecord.from_dict(v) for v in versions]
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+              model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
         at_us = to_micros(at)
         scope, params = "namespace = ?", [namespace]
         if user_id is not None:
@@ -941,9 +945,12 @@ class SQLiteBackend(Backend):
             params.extend(memory_ids)
         out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
         changed: Changed = {}
+        # only those written since: by the index of write times, not the scope's every row
+        since = (" INDEXED BY memories_written", " AND updated_at > ?", [at_us]) if changed_only else ("", "", [])
         with self._read() as conn:
-            for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE {scope} "
-                                    "AND created_at <= ? ORDER BY created_at, rowid", (*params, at_us)):
+            for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m{since[0]} WHERE {scope} "
+                                    f"AND created_at <= ?{since[1]} ORDER BY created_at, rowid",
+                                    (*params, at_us, *since[2])):
                 if row[12] > at_us:  # updated_at: a later version; the one of `at` is among the kept ones
                     changed[row[0]] = (row[5], row[19], row[16])
                     continue
@@ -960,6 +967,13 @@ class SQLiteBackend(Backend):
                         f"({', '.join('?' for _ in chunk)})", chunk):
                     versions.setdefault(memory_id, []).append(json.loads(record))
         return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
+
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        user, params = ("", []) if user_id is None else (" AND user_id = ?", [user_id])
+        with self._read() as conn:
+            return [r[0] for r in conn.execute(
+                f"SELECT memory_id FROM memories INDEXED BY memories_written WHERE namespace = ? AND updated_at > ?{user}",
+                (namespace, to_micros(at), *params))]
 
     # -- search -------------------------------------------------------------------------------
     def _cache(self, conn: sqlite3.Connection, model_id: str | None,

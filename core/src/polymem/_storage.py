@@ -138,6 +138,18 @@ class RecordsAsOf(StorageOp):
     user_id: str | None
     memory_ids: Sequence[str] | None
     model_id: str | None
+    changed_only: bool = False
+
+
+@dataclass(frozen=True)
+class WrittenSince(StorageOp):
+    """The ids of the live memories (of one user) written after `at`."""
+
+    method: ClassVar[str] = "written_since"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    at: datetime
+    user_id: str | None
 
 
 @dataclass(frozen=True)

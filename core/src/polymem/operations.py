@@ -700,6 +700,9 @@ class SaveMany(Operation[list[MemoryRecord]]):
     session_id: str | None = None
     vectors: Sequence[Sequence[float]] | None = Field(default=None, description="One embedding per draft.")
     idempotency_keys: Sequence[str | None] | None = Field(default=None, description="One key (or None) per draft.")
+    valid_from: Timestamp | None = Field(
+        default=None, description="Since when the facts hold in the world (default: when each is saved).")
+    valid_to: Timestamp | None = Field(default=None, description="Until when the facts held (default: still holds).")
 
 
 class Recall(Operation[RecallResult]):
@@ -797,6 +800,8 @@ class Get(Operation[MemoryRecord | None]):
 
     memory_id: str = Field(kw_only=False)
     as_of: Timestamp | None = Field(default=None, description="The version current then (None: deleted or not yet saved).")
+    valid_at: Timestamp | None = Field(
+        default=None, description="The version that held in the world then (None: none held then).")
     include_quarantined: IncludeQuarantined = False
 
 
@@ -838,6 +843,9 @@ class Put(Operation[MemoryRecord]):
     entities: Sequence[str] | None = Field(default=None, description="Names the memory is about.")
     metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object (replaces the current one).")
     expire_at: Timestamp | None = Field(default=None, description="Aware ISO-8601 expiry.")
+    valid_from: Timestamp | None = Field(
+        default=None, description="Since when the fact holds in the world (default: when it is written).")
+    valid_to: Timestamp | None = Field(default=None, description="Until when the fact held (default: still holds).")
 
 
 class Distinct(Operation[list[Any]]):

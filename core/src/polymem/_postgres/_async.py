@@ -154,8 +154,11 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
         return await self._call(self.plans.purge, namespace, memory_id)
 
     async def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-                    model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return await self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id)
+                    model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return await self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id, changed_only)
+
+    async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        return await self._call(self.plans.written_since, namespace, at, user_id)
 
     async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return await self._call(self.plans.history, namespace, memory_id)

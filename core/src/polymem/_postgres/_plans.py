@@ -295,7 +295,8 @@ class Plans:
         return True
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-              model_id: str | None) -> PgPlan[builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+              model_id: str | None, changed_only: bool = False,
+              ) -> PgPlan[builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
         scope = "namespace = %s"
         params: builtins.list[Any] = [namespace]
         if user_id is not None:
@@ -306,8 +307,10 @@ class Plans:
             params.append(builtins.list(memory_ids))
         out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
         changed: Changed = {}
+        since = " AND updated_at > %s" if changed_only else ""
         for row in (yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
-                            f"WHERE {scope} AND created_at <= %s ORDER BY created_at, id", (*params, at))):
+                            f"WHERE {scope} AND created_at <= %s{since} ORDER BY created_at, id",
+                            (*params, at, *([at] if changed_only else [])))):
             record = row_to_record(row)
             if record.updated_at > at:  # a later version; the one of `at` is among the kept ones
                 changed[record.memory_id] = (record.content, row[19], record.embedding_model)
@@ -323,6 +326,12 @@ class Plans:
                                                    "WHERE memory_id = ANY(%s)", (wanted,))):
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
         return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
+
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> PgPlan[builtins.list[str]]:
+        user, params = ("", []) if user_id is None else (" AND user_id = %s", [user_id])
+        rows = yield Q(f"SELECT memory_id FROM polymem_memories WHERE namespace = %s AND updated_at > %s{user}",
+                       (namespace, at, *params))
+        return [r[0] for r in rows]
 
     def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
         owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s UNION ALL "

@@ -211,6 +211,10 @@ MIGRATIONS: builtins.list[str] = [
         PRIMARY KEY (namespace, source)
     );
     """,
+    # 11: the memories written since a moment, found without reading the scope (`as_of`)
+    """
+    CREATE INDEX IF NOT EXISTS polymem_memories_written ON polymem_memories (namespace, updated_at);
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

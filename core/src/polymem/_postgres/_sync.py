@@ -103,8 +103,11 @@ class PostgresBackend(PostgresStore, Backend):
         return self._call(self.plans.purge, namespace, memory_id)
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
-              model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id)
+              model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+        return self._call(self.plans.as_of, namespace, at, user_id, memory_ids, model_id, changed_only)
+
+    def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
+        return self._call(self.plans.written_since, namespace, at, user_id)
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         return self._call(self.plans.history, namespace, memory_id)

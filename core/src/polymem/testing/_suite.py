@@ -16,6 +16,7 @@ from polymem import (
     EmptyContentError,
     InvalidFilterError,
     InvalidInput,
+    MemoryDraft,
     NaiveDatetimeError,
     SnapshotError,
     VersionConflictError,
@@ -515,6 +516,28 @@ class MemoryConformance:
         finally:
             call(target.close())
 
+    def test_a_restored_snapshot_answers_valid_at_and_as_of_for_live_memories(
+            self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """Validity travels in the metadata and versions with their memory (a deleted memory's
+        tombstone does not travel yet: a restored store has no past for it)."""
+        paris = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc),
+                              valid_to=datetime(2024, 1, 1, tzinfo=timezone.utc)))
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        call(mem.update(paris.memory_id, content="I lived in Paris"))
+        buffer = io.BytesIO()
+        call(mem.export_snapshot(buffer))
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            call(target.import_snapshot(buffer))
+            assert call(target.get(paris.memory_id, as_of=then)).content == "I live in Paris"
+            in_2022 = datetime(2022, 1, 1, tzinfo=timezone.utc)
+            assert [r.content for r in call(target.list(user_id="ann", valid_at=in_2022))] == ["I lived in Paris"]
+            assert call(target.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+        finally:
+            call(target.close())
+
     def test_truncated_snapshot_is_refused_with_its_line_and_imports_nothing(
             self, mem: Any, open_store: Any, clock: FakeClock) -> None:
         self._fill(mem, clock)
@@ -734,6 +757,51 @@ class MemoryConformance:
                                                    as_of=then))] == [rec.memory_id]
         assert call(mem.list(user_id="ann", filter={"metadata.topic": "work"})) == []
 
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then(self, mem: Any, clock: FakeClock) -> None:
+        """A recall `as_of` searches the memories unchanged since then and ranks only those changed
+        since in their past version; `valid_at` (what held then, here everything known then) still
+        ranks every version current then: both give the same hits, versions and order."""
+        self._as_of_ranks_as_every_version(mem, clock)
+
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then_by_text(self, lexical: Any,
+                                                                              clock: FakeClock) -> None:
+        self._as_of_ranks_as_every_version(lexical, clock)
+
+    @staticmethod
+    def _as_of_ranks_as_every_version(mem: Any, clock: FakeClock) -> None:
+        said = {text: call(mem.save(text, user_id="ann", category=category)) for text, category in [
+            ("My favourite colour is blue", "preference"), ("I live in Paris near the river", "fact"),
+            ("My dog is called Rex", "fact"), ("I drink green tea every morning", "preference"),
+            ("My sister lives in Lyon", "fact"), ("I work as a nurse at the city hospital", "fact"),
+            ("I am allergic to peanuts", "fact"), ("Dentist appointment on Friday", "event"),
+            ("I like jazz and old blues records", "preference"), ("My car is a red bicycle", "fact")]}
+        call(mem.save("Bob likes football", user_id="bob"))
+        clock.advance(days=3)
+        call(mem.update(said["I live in Paris near the river"].memory_id, content="I live in Berlin by the lake"))
+        call(mem.delete(said["My car is a red bicycle"].memory_id))
+        call(mem.save("My favourite colour is now green", user_id="ann", category="preference"))
+        call(mem.consolidate())  # supersedes blue before `then`
+        call(mem.recall("dog tea jazz", user_id="ann"))  # reinforcement, which has no versions
+        then = clock.advance(days=2)
+        clock.advance(days=5)
+        call(mem.update(said["My dog is called Rex"].memory_id, content="My dog Rex died last winter"))
+        call(mem.update(said["I drink green tea every morning"].memory_id, importance=0.9, category="fact"))
+        call(mem.delete(said["I am allergic to peanuts"].memory_id))
+        call(mem.save("My favourite colour is now black", user_id="ann", category="preference"))
+        call(mem.consolidate())  # supersedes green after `then`
+        call(mem.save("I moved to Madrid", user_id="ann"))
+        for question in ["What is my favourite colour?", "Where do I live?", "dog", "What do I drink?",
+                         "peanut allergy", "Tell me about my family", "music", "hospital work"]:
+            for top_k, floor in ((10, None), (20, 0.0)):
+                options = {"user_id": "ann", "as_of": then, "top_k": top_k, "min_relevance": floor}
+                searched = call(mem.recall(question, **options))
+                ranked = call(mem.recall(question, valid_at=then, **options))
+                assert [(h.memory.memory_id, h.memory.version, h.memory.content) for h in searched] == [
+                    (h.memory.memory_id, h.memory.version, h.memory.content) for h in ranked], question
+                for part in ("similarity", "text_rank", "score"):
+                    assert [getattr(h, part) for h in searched] == pytest.approx(
+                        [getattr(h, part) for h in ranked], abs=1e-6), (question, part)
+
     def test_a_recall_as_of_the_past_reinforces_nothing(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         then = clock.advance(hours=1)
@@ -771,3 +839,32 @@ class MemoryConformance:
                 ] == [rec.memory_id]
         assert call(mem.list(user_id="ann", valid_at=datetime(2024, 6, 1, tzinfo=timezone.utc))) == []
         assert call(mem.list(user_id="ann", valid_at=datetime(2019, 6, 1, tzinfo=timezone.utc))) == []
+
+    def test_get_gives_the_version_that_held_then(self, mem: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc)))
+        clock.advance(days=1)
+        call(mem.put("home", "I live in Berlin", user_id="ann"))  # another memory, by key
+        moved = datetime(2024, 1, 1, tzinfo=timezone.utc)
+        call(mem.update(rec.memory_id, content="I live in Lyon", metadata={"valid_from": moved.isoformat()}))
+        assert call(mem.get(rec.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
+            "I live in Paris"
+        assert call(mem.get(rec.memory_id, valid_at=moved + timedelta(days=1))).content == "I live in Lyon"
+        assert call(mem.get(rec.memory_id, valid_at=datetime(2019, 1, 1, tzinfo=timezone.utc))) is None
+
+    def test_save_many_gives_every_memory_the_validity(self, mem: Any) -> None:
+        start, end = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        saved = call(mem.save_many([MemoryDraft("I live in Paris"), MemoryDraft("I work at the Louvre")],
+                                   user_id="ann", valid_from=start, valid_to=end))
+        assert {(r.metadata["valid_from"], r.metadata["valid_to"]) for r in saved} == {
+            (start.isoformat(), end.isoformat())}
+        assert len(call(mem.list(user_id="ann", valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc)))) == 2
+        assert call(mem.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+
+    def test_put_sets_the_validity_of_a_new_memory_and_of_a_new_version(self, mem: Any) -> None:
+        start, moved = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)
+        first = call(mem.put("home", "I live in Paris", user_id="ann", valid_from=start, metadata={"k": 1}))
+        assert (first.metadata["valid_from"], first.metadata["k"]) == (start.isoformat(), 1)
+        second = call(mem.put("home", "I live in Lyon", user_id="ann", valid_from=moved))
+        assert (second.version, second.metadata) == (2, {"k": 1, "valid_from": moved.isoformat()})
+        assert call(mem.get(first.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
+            "I live in Paris"

@@ -782,6 +782,7 @@ class MemoryConformance:
         call(mem.save("My favourite colour is now green", user_id="ann", category="preference"))
         call(mem.consolidate())  # supersedes blue before `then`
         call(mem.recall("dog tea jazz", user_id="ann"))  # reinforcement, which has no versions
+        call(mem.flush())  # written off the read path: it must not land between the two recalls compared
         then = clock.advance(days=2)
         clock.advance(days=5)
         call(mem.update(said["My dog is called Rex"].memory_id, content="My dog Rex died last winter"))

@@ -24,6 +24,7 @@ Resources: `polymem://memories/{memory_id}` (one memory) and
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import sys
@@ -68,7 +69,7 @@ INSTRUCTIONS = (
     "anything that may depend on what the user said or decided before; save durable facts and preferences "
     "as short self-contained statements; update a memory rather than saving a contradicting one.")
 
-_DESTRUCTIVE = {ops.Update, ops.Delete, ops.Consolidate}
+_DESTRUCTIVE = {ops.Update, ops.Delete, ops.Consolidate, ops.SessionEnd}
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_sc
     the SDKs then check every result against it with jsonschema, on both sides of every call
     (tens of milliseconds for a recall's ten hits, ten times the recall itself); the same schemas
     are in the service's OpenAPI document."""
+    return list(_tools(permissions, output_schemas))
+
+
+@functools.cache
+def _tools(permissions: frozenset[str], output_schemas: bool) -> tuple[types.Tool, ...]:
+    """Made once per set of permissions: the schemas take a while to generate, and every session lists them."""
     tools = []
     for name, op in TOOLS.items():
         if not _allowed(op, permissions):
@@ -107,7 +114,7 @@ def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_sc
             annotations=types.ToolAnnotations(
                 readOnlyHint=op.permission == "read", destructiveHint=op in _DESTRUCTIVE,
                 idempotentHint=op.idempotent, openWorldHint=False)))
-    return tools
+    return tuple(tools)
 
 
 def _client_source(session: Any) -> str:
@@ -292,10 +299,11 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
 
     try:
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(read_lines)
-            tasks.start_soon(write_lines)
-            yield read_stream, write_stream
-            tasks.cancel_scope.cancel()
+            tasks.start_soon(write_lines)  # ends once the session closes its stream, every answer written
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(read_lines)
+                yield read_stream, write_stream
+                reading.cancel_scope.cancel()  # the session is over: stop waiting for stdin
     finally:
         in_transport.close()
         out_transport.close()

@@ -135,8 +135,12 @@ async def test_token_scoping_over_http(served: Served) -> None:
         assert (await default.call_tool("update_memory", {"memory_id": acme_id, "content": "x"})).isError
         found = await default.call_tool("recall_memories", {"query": "launch May"})
         assert found.structuredContent is not None and found.structuredContent["memories"] == []
+        listed = await default.call_tool("list_memories", {"user_id": "ann"})
+        assert listed.structuredContent is not None and listed.structuredContent["memories"] == []
         with pytest.raises(McpError):
             await default.read_resource(AnyUrl(f"polymem://memories/{acme_id}"))
+        recent = (await default.read_resource(AnyUrl("polymem://users/ann/recent"))).contents[0]
+        assert isinstance(recent, types.TextResourceContents) and json.loads(recent.text)["memories"] == []
         # a writer is not an admin
         tools = {t.name for t in (await default.list_tools()).tools}
         assert "consolidate_memories" not in tools and "save_memory" in tools

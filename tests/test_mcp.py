@@ -5,6 +5,7 @@ One subprocess per test (each start costs a Python start-up), every tool and res
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -207,3 +208,15 @@ async def test_stdio_session_window_keeps_a_summary_of_what_left_it(tmp_path: Pa
         assert bad.isError and "role" in text(bad)
         blank = await mcp.call_tool("end_session", {"session_id": "  "})
         assert blank.isError and "session_id" in text(blank)
+
+
+async def test_stdio_concurrent_calls_all_answer(tmp_path: Path) -> None:
+    """A client may send calls without waiting for answers: each runs in its own worker thread."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    async with stdio_session("--url", url, "--no-embedder", "--user", "ann") as mcp:
+        saved = await asyncio.gather(*[mcp.call_tool("save_memory", {"content": f"Ann's locker number is {i}"})
+                                       for i in range(12)])
+        assert all(not r.isError for r in saved)
+        found = await asyncio.gather(*[mcp.call_tool("recall_memories", {"query": "locker", "top_k": 20})
+                                       for _ in range(6)])
+        assert all(r.structuredContent is not None and len(r.structuredContent["memories"]) == 12 for r in found)

@@ -107,21 +107,52 @@ def blocking(call: Callable[[str], Any]) -> Callable[[str], Awaitable[Any]]:
     return run
 
 
-async def measure(paths: dict[str, Callable[[str], Awaitable[Any]]], qs: list[str],
-                  warmup: int) -> dict[str, list[float]]:
-    """Each query through every path in turn, so that a busy moment of the machine hits them all alike."""
-    out: dict[str, list[float]] = {name: [] for name in paths}
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time used so far by this process, plus by process `pid` (Linux: /proc/<pid>/stat, every thread)."""
+    own = time.process_time()
+    if pid is None:
+        return own
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid(needle: str) -> int | None:
+    """The process whose command line holds `needle` (a stdio server, found by its store file)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes().decode(errors="replace"):
+                return int(cmdline.parent.name)
+        except OSError:
+            continue
+    return None
+
+
+class Measured:
+    """Wall clock per call, and CPU time per call of both processes (client and server) together."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu = 0.0
+
+
+async def measure(paths: dict[str, tuple[Callable[[str], Awaitable[Any]], int | None]], qs: list[str],
+                  warmup: int) -> dict[str, Measured]:
+    """Each query through every path in turn, so that a busy moment of the machine hits them all alike.
+    A path is its call and the pid of the process serving it (None: this one)."""
+    out = {name: Measured() for name in paths}
     for i, q in enumerate([*qs[:warmup], *qs]):
-        for name, call in paths.items():
-            t0 = time.perf_counter()
+        for name, (call, pid) in paths.items():
+            c0, t0 = cpu_seconds(pid), time.perf_counter()
             await call(q)
+            t1, c1 = time.perf_counter(), cpu_seconds(pid)
             if i >= warmup:
-                out[name].append(time.perf_counter() - t0)
+                out[name].wall.append(t1 - t0)
+                out[name].cpu += c1 - c0
     return out
 
 
-async def run_all(url: str, stdio_url: str, base: str, token: str, qs: list[str], warmup: int,
-                  top_k: int, compare: tuple[str, str] | None) -> dict[str, list[float]]:
+async def run_all(url: str, stdio_url: str, served: int, base: str, token: str, qs: list[str], warmup: int,
+                  top_k: int, compare: tuple[str, str] | None) -> dict[str, Measured]:
     with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
         async with AsyncExitStack() as stack:
             sread, swrite = await stack.enter_async_context(stdio_client(stdio_params(stdio_url)))
@@ -136,24 +167,27 @@ async def run_all(url: str, stdio_url: str, base: str, token: str, qs: list[str]
             async def ping(q: str) -> Any:
                 return await stdio.send_ping()
 
+            stdio_pid = server_pid(stdio_url)
             paths = {
-                DIRECT: blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)),
-                STDIO: mcp_recall(stdio, top_k),
-                "HTTP API (polymem serve, loopback)": blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)),
-                "MCP streamable HTTP (/mcp of polymem serve)": mcp_recall(over_http, top_k),
-                PING: ping,
+                DIRECT: (blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)), None),
+                STDIO: (mcp_recall(stdio, top_k), stdio_pid),
+                "HTTP API (polymem serve, loopback)": (
+                    blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
+                "MCP streamable HTTP (/mcp of polymem serve)": (mcp_recall(over_http, top_k), served),
+                PING: (ping, stdio_pid),
             }
             if compare is not None:
                 src, compare_url = compare
                 cread, cwrite = await stack.enter_async_context(stdio_client(stdio_params(compare_url, src)))
                 other = await stack.enter_async_context(ClientSession(cread, cwrite))
                 await other.initialize()
-                paths[f"MCP stdio, its server run from {src}"] = mcp_recall(other, top_k)
+                other_pid = server_pid(compare_url)
+                paths[f"MCP stdio, its server run from {src}"] = (mcp_recall(other, top_k), other_pid)
 
                 async def other_ping(q: str) -> Any:
                     return await other.send_ping()
 
-                paths[f"{PING}, its server run from {src}"] = other_ping
+                paths[f"{PING}, its server run from {src}"] = (other_ping, other_pid)
             return await measure(paths, qs, warmup)
 
 
@@ -206,20 +240,21 @@ def main() -> None:
             if args.compare else None
         load_before = os.getloadavg()
         try:
-            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", base, token, qs, warmup,
-                                            args.top_k, compare)).items())
+            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", proc.pid, base, token, qs,
+                                            warmup, args.top_k, compare)).items())
         finally:
             proc.terminate()
             proc.wait(30)
         load_after = os.getloadavg()
-    direct = ms(rows[0][1], 50)
-    header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms |\n"
-              "|---|---:|---:|---:|")
-    lines = [f"| {name} | {ms(lat, 50):.2f} | {ms(lat, 99):.2f} | "
-             f"{'–' if name.startswith(PING) else format(ms(lat, 50) - direct, '+.2f')} |" for name, lat in rows]
+    direct = ms(rows[0][1].wall, 50)
+    header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms "
+              "| CPU per call, client + server, ms |\n|---|---:|---:|---:|---:|")
+    lines = [f"| {name} | {ms(m.wall, 50):.2f} | {ms(m.wall, 99):.2f} | "
+             f"{'–' if name.startswith(PING) else format(ms(m.wall, 50) - direct, '+.2f')} | "
+             f"{m.cpu / len(m.wall) * 1000:.2f} |" for name, m in rows]
     table = "\n".join([header, *lines])
     print(table)
-    stdio_overhead = ms(rows[1][1], 50) - direct
+    stdio_overhead = ms(rows[1][1].wall, 50) - direct
     verdict = f"stdio overhead {stdio_overhead:.2f} ms p50: target ≤ 2 ms {'met' if stdio_overhead <= 2 else 'NOT met'}"
     load = (f"load average (1/5/15 min) {' / '.join(f'{x:.2f}' for x in load_before)} before, "
             f"{' / '.join(f'{x:.2f}' for x in load_after)} after")
@@ -231,7 +266,8 @@ def main() -> None:
         with open(Path(__file__).parent / "RESULTS.md", "a") as out:
             out.write(f"\n## MCP (bench/bench_mcp.py) — {stamp}\n\nMachine: {machine}. {args.size:,} memories "
                       f"({args.users} user(s)), lexical mode, {args.queries} recalls per row, top_k={args.top_k}, "
-                      f"scoped to one user; the client's time per call. polymem {polymem.__version__}.\n\n"
+                      f"scoped to one user; the client's time per call, and the CPU time both processes spent on it "
+                      f"(Linux /proc, 10 ms ticks summed over the calls). polymem {polymem.__version__}.\n\n"
                       f"{table}\n\n{verdict}; {load}.\n")
 
 

@@ -2,16 +2,16 @@
 
 Every operation that declares an `mcp_tool` name in `polymem.operations` becomes
 one tool: its input schema is the operation's JSON arguments (the same fields,
-docs and checks as the HTTP body), its structured result is the operation's
-codec encoding (the same JSON as the HTTP answer, with the codec's schema as
-the tool's output schema), and a bad argument or a refused call is a tool
-error with the error's code and message, never a crashed server.
+docs and checks as the HTTP body; a working-memory session's settings sit flat
+beside the call's own), its structured result is the operation's codec encoding
+(the same JSON as the HTTP answer), and a bad argument or a refused call is a
+tool error with the error's code and message, never a crashed server.
 
 Two transports share this server:
 
-- stdio, `polymem mcp --url <store>`: any store URL; the calls run through
-  `store.execute(op)` (over HTTP to `polymem serve` for an `http://` URL, where
-  the service's grants, write filter and audit apply);
+- stdio, `polymem mcp --url <store>`: any store URL; each call runs the sync
+  store's `execute(op)` in one worker thread (over HTTP to `polymem serve` for an
+  `http://` URL, where the service's grants, write filter and audit apply);
 - streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
   every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
 

@@ -8,7 +8,9 @@ every path the same) and copies it for each process (this one, the stdio server,
 - MCP over stdio: the SDK's client against `polymem mcp --url <file>` in a subprocess;
 - the HTTP API: `polymem.open("http://…", token=…)` against `polymem serve` on loopback;
 - MCP over streamable HTTP: the SDK's client against `/mcp` of the same server;
-- and an MCP ping over the stdio session: the floor of any call crossing to the other process.
+- and an MCP ping over the stdio session: the floor of any call crossing to the other process;
+- with `--compare SRC`, MCP over stdio again, its server run from another polymem source tree
+  (`core/src` of a checkout of an earlier commit): the change's A/B in the same run.
 
 Each query goes through the four paths in turn (the machine's busy moments hit
 them alike); every client's time per call is its own wall clock. Prints a table (p50/p99 and the p50 overhead over the direct call; target: stdio
@@ -16,6 +18,7 @@ them alike); every client's time per call is its own wall clock. Prints a table 
 
     python bench/bench_mcp.py                     # 10,000 memories, 300 queries
     python bench/bench_mcp.py --size 500 --queries 20 --no-record   # smoke run
+    git worktree add /tmp/base main && python bench/bench_mcp.py --compare /tmp/base/core/src
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -77,8 +81,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+def child_env(first: str | None = None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [first, *sys.path] if p)}
+
+
+def stdio_params(url: str, src: str | None = None) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", "--url", url,
+                                                               "--no-embedder"], env=child_env(src))
 
 
 def mcp_recall(session: ClientSession, top_k: int) -> Callable[[str], Awaitable[Any]]:
@@ -98,41 +107,88 @@ def blocking(call: Callable[[str], Any]) -> Callable[[str], Awaitable[Any]]:
     return run
 
 
-async def measure(paths: dict[str, Callable[[str], Awaitable[Any]]], qs: list[str],
-                  warmup: int) -> dict[str, list[float]]:
-    """Each query through every path in turn, so that a busy moment of the machine hits them all alike."""
-    out: dict[str, list[float]] = {name: [] for name in paths}
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time used so far by this process, plus by process `pid` (Linux: /proc/<pid>/stat, every thread)."""
+    own = time.process_time()
+    if pid is None:
+        return own
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid(needle: str) -> int | None:
+    """The process whose command line holds `needle` (a stdio server, found by its store file)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle in cmdline.read_bytes().decode(errors="replace"):
+                return int(cmdline.parent.name)
+        except OSError:
+            continue
+    return None
+
+
+class Measured:
+    """Wall clock per call, and CPU time per call of both processes (client and server) together."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu = 0.0
+
+
+async def measure(paths: dict[str, tuple[Callable[[str], Awaitable[Any]], int | None]], qs: list[str],
+                  warmup: int) -> dict[str, Measured]:
+    """Each query through every path in turn, so that a busy moment of the machine hits them all alike.
+    A path is its call and the pid of the process serving it (None: this one)."""
+    out = {name: Measured() for name in paths}
     for i, q in enumerate([*qs[:warmup], *qs]):
-        for name, call in paths.items():
-            t0 = time.perf_counter()
+        for name, (call, pid) in paths.items():
+            c0, t0 = cpu_seconds(pid), time.perf_counter()
             await call(q)
+            t1, c1 = time.perf_counter(), cpu_seconds(pid)
             if i >= warmup:
-                out[name].append(time.perf_counter() - t0)
+                out[name].wall.append(t1 - t0)
+                out[name].cpu += c1 - c0
     return out
 
 
-async def run_all(url: str, stdio_url: str, base: str, token: str, qs: list[str], warmup: int,
-                  top_k: int) -> dict[str, list[float]]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "polymem.cli", "mcp", "--url", stdio_url,
-                                                                 "--no-embedder"], env=child_env())
+async def run_all(url: str, stdio_url: str, served: int, base: str, token: str, qs: list[str], warmup: int,
+                  top_k: int, compare: tuple[str, str] | None) -> dict[str, Measured]:
     with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
-        async with stdio_client(params) as (sread, swrite), ClientSession(sread, swrite) as stdio, \
-                httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http, \
-                streamable_http_client(f"{base}/mcp", http_client=http) as (hread, hwrite, _), \
-                ClientSession(hread, hwrite) as over_http:
+        async with AsyncExitStack() as stack:
+            sread, swrite = await stack.enter_async_context(stdio_client(stdio_params(stdio_url)))
+            stdio = await stack.enter_async_context(ClientSession(sread, swrite))
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60))
+            hread, hwrite, _ = await stack.enter_async_context(streamable_http_client(f"{base}/mcp", http_client=http))
+            over_http = await stack.enter_async_context(ClientSession(hread, hwrite))
             await stdio.initialize()
             await over_http.initialize()
 
             async def ping(q: str) -> Any:
                 return await stdio.send_ping()
 
-            return await measure({
-                DIRECT: blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)),
-                STDIO: mcp_recall(stdio, top_k),
-                "HTTP API (polymem serve, loopback)": blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)),
-                "MCP streamable HTTP (/mcp of polymem serve)": mcp_recall(over_http, top_k),
-                PING: ping,
-            }, qs, warmup)
+            stdio_pid = server_pid(stdio_url)
+            paths = {
+                DIRECT: (blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)), None),
+                STDIO: (mcp_recall(stdio, top_k), stdio_pid),
+                "HTTP API (polymem serve, loopback)": (
+                    blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
+                "MCP streamable HTTP (/mcp of polymem serve)": (mcp_recall(over_http, top_k), served),
+                PING: (ping, stdio_pid),
+            }
+            if compare is not None:
+                src, compare_url = compare
+                cread, cwrite = await stack.enter_async_context(stdio_client(stdio_params(compare_url, src)))
+                other = await stack.enter_async_context(ClientSession(cread, cwrite))
+                await other.initialize()
+                other_pid = server_pid(compare_url)
+                paths[f"MCP stdio, its server run from {src}"] = (mcp_recall(other, top_k), other_pid)
+
+                async def other_ping(q: str) -> Any:
+                    return await other.send_ping()
+
+                paths[f"{PING}, its server run from {src}"] = (other_ping, other_pid)
+            return await measure(paths, qs, warmup)
 
 
 DIRECT = "direct call, polymem.open(file).recall"
@@ -164,6 +220,8 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--compare", metavar="SRC", help="also MCP over stdio with the server run from this "
+                        "polymem source directory (e.g. core/src of an earlier commit's worktree)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
     rng = random.Random(11)
@@ -175,33 +233,42 @@ def main() -> None:
         t0 = time.perf_counter()
         fill(path, args.size, args.users, rng)
         print(f"filled {args.size:,} memories in {time.perf_counter() - t0:.1f} s", flush=True)
-        for copy in ("stdio", "served"):  # one file per process: no path waits on another's bookkeeping writes
+        for copy in ("stdio", "served", "compared"):  # one file per process: none waits on another's bookkeeping
             shutil.copy(path, path.with_name(f"{copy}.db"))
         proc, base, token = serve(path.with_name("served.db"))
+        compare = (str(Path(args.compare).resolve()), f"sqlite:///{path.with_name('compared.db')}") \
+            if args.compare else None
+        load_before = os.getloadavg()
         try:
-            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", base, token, qs, warmup,
-                                            args.top_k)).items())
+            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", proc.pid, base, token, qs,
+                                            warmup, args.top_k, compare)).items())
         finally:
             proc.terminate()
             proc.wait(30)
-    direct = ms(rows[0][1], 50)
-    header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms |\n"
-              "|---|---:|---:|---:|")
-    lines = [f"| {name} | {ms(lat, 50):.2f} | {ms(lat, 99):.2f} | "
-             f"{'–' if name == PING else format(ms(lat, 50) - direct, '+.2f')} |" for name, lat in rows]
+        load_after = os.getloadavg()
+    direct = ms(rows[0][1].wall, 50)
+    header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms "
+              "| CPU per call, client + server, ms |\n|---|---:|---:|---:|---:|")
+    lines = [f"| {name} | {ms(m.wall, 50):.2f} | {ms(m.wall, 99):.2f} | "
+             f"{'–' if name.startswith(PING) else format(ms(m.wall, 50) - direct, '+.2f')} | "
+             f"{m.cpu / len(m.wall) * 1000:.2f} |" for name, m in rows]
     table = "\n".join([header, *lines])
     print(table)
-    stdio_overhead = ms(rows[1][1], 50) - direct
+    stdio_overhead = ms(rows[1][1].wall, 50) - direct
     verdict = f"stdio overhead {stdio_overhead:.2f} ms p50: target ≤ 2 ms {'met' if stdio_overhead <= 2 else 'NOT met'}"
+    load = (f"load average (1/5/15 min) {' / '.join(f'{x:.2f}' for x in load_before)} before, "
+            f"{' / '.join(f'{x:.2f}' for x in load_after)} after")
     print(verdict)
+    print(load)
     if not args.no_record:
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         with open(Path(__file__).parent / "RESULTS.md", "a") as out:
             out.write(f"\n## MCP (bench/bench_mcp.py) — {stamp}\n\nMachine: {machine}. {args.size:,} memories "
                       f"({args.users} user(s)), lexical mode, {args.queries} recalls per row, top_k={args.top_k}, "
-                      f"scoped to one user; the client's time per call. polymem {polymem.__version__}.\n\n"
-                      f"{table}\n\n{verdict}.\n")
+                      f"scoped to one user; the client's time per call, and the CPU time both processes spent on it "
+                      f"(Linux /proc, 10 ms ticks summed over the calls). polymem {polymem.__version__}.\n\n"
+                      f"{table}\n\n{verdict}; {load}.\n")
 
 
 if __name__ == "__main__":

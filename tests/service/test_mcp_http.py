@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,8 +135,12 @@ async def test_token_scoping_over_http(served: Served) -> None:
         assert (await default.call_tool("update_memory", {"memory_id": acme_id, "content": "x"})).isError
         found = await default.call_tool("recall_memories", {"query": "launch May"})
         assert found.structuredContent is not None and found.structuredContent["memories"] == []
+        listed = await default.call_tool("list_memories", {"user_id": "ann"})
+        assert listed.structuredContent is not None and listed.structuredContent["memories"] == []
         with pytest.raises(McpError):
             await default.read_resource(AnyUrl(f"polymem://memories/{acme_id}"))
+        recent = (await default.read_resource(AnyUrl("polymem://users/ann/recent"))).contents[0]
+        assert isinstance(recent, types.TextResourceContents) and json.loads(recent.text)["memories"] == []
         # a writer is not an admin
         tools = {t.name for t in (await default.list_tools()).tools}
         assert "consolidate_memories" not in tools and "save_memory" in tools
@@ -149,7 +154,7 @@ async def test_token_scoping_over_http(served: Served) -> None:
         assert sneaky.status_code == 403 and sneaky.json()["error"]["code"] == "permission_denied"
     async with http_session(served, served.reader) as reader:
         tools = {t.name for t in (await reader.list_tools()).tools}
-        assert tools == {"recall_memories", "get_memory", "list_memories", "memory_history"}
+        assert tools == {"recall_memories", "get_memory", "list_memories", "memory_history", "get_session_window"}
         for tool, args in [("save_memory", {"content": "x", "user_id": "bob"}),
                            ("update_memory", {"memory_id": default_id, "content": "y"}),
                            ("delete_memory", {"memory_id": default_id})]:
@@ -161,6 +166,39 @@ async def test_token_scoping_over_http(served: Served) -> None:
         assert (await ann.call_tool("get_memory", {"memory_id": default_id})).isError
         other = await ann.call_tool("save_memory", {"content": "z", "user_id": "bob"})
         assert other.isError and "permission_denied" in text(other)
+
+
+async def test_session_tools_over_http_keep_to_the_token(served: Served) -> None:
+    turn = {"role": "user", "content": "Ship the release on Monday; Carol reviews it."}
+    async with http_session(served, served.writer, name="Claude Code") as writer:
+        added = await writer.call_tool("add_session_messages", {"session_id": "release", "user_id": "carol",
+                                                                "messages": [turn]})
+        assert not added.isError, text(added)
+    async with http_session(served, served.acme) as acme:  # another namespace: no such session there
+        assert (await acme.call_tool("get_session_window", {"session_id": "release"})).structuredContent == {
+            "messages": []}
+    carol = {"session_id": "release", "user_id": "carol"}
+    carols: list[tuple[str, dict[str, Any]]] = [
+        ("get_session_window", carol), ("add_session_messages", {**carol, "messages": [turn]}), ("end_session", carol)]
+    async with http_session(served, served.ann_only) as ann:  # a token bound to ann: not carol's conversation
+        for tool, args in carols:
+            refused = await ann.call_tool(tool, args)
+            assert refused.isError and "permission_denied" in text(refused), tool
+    async with http_session(served, served.reader) as reader:
+        window = await reader.call_tool("get_session_window", {"session_id": "release", "user_id": "carol"})
+        assert window.structuredContent is not None
+        assert [m["content"] for m in window.structuredContent["messages"]] == [turn["content"]]
+        for tool, args in carols[1:]:
+            refused = await reader.call_tool(tool, args)
+            assert refused.isError and "permission_denied" in text(refused), tool
+    async with http_session(served, served.writer) as writer:
+        ended = await writer.call_tool("end_session", {"session_id": "release", "user_id": "carol"})
+        assert ended.structuredContent is not None and ended.structuredContent["memories"]
+        assert all(m["user_id"] == "carol" and m["namespace"] == "default"
+                   for m in ended.structuredContent["memories"])
+    entries = AuditLog(Database(f"{served.db}.auth.db")).entries(memory_id=ended.structuredContent["memories"][0][
+        "memory_id"])
+    assert [e["action"] for e in entries] == ["session_end"]  # audited like the session route
 
 
 async def test_unauthenticated_is_refused(served: Served) -> None:

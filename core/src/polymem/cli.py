@@ -434,17 +434,14 @@ def mcp_cmd(url: str | None, namespace: str, no_embedder: bool, token: str | Non
         from .mcp_server import run_stdio
     except ImportError as exc:
         raise missing_extra(exc.name or "mcp", "mcp") from exc
-    from ._memory import open_async
 
-    store = open_async(url or default_url(), namespace=namespace, token=token,
+    store = open_store(url or default_url(), namespace=namespace, token=token,
                        embedder=None if no_embedder else "auto")
     defaults = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None}
 
     async def serve() -> None:
-        try:
+        with store:
             await run_stdio(store, defaults=defaults, source=source)
-        finally:
-            await store.close()
 
     anyio.run(serve)
 

@@ -2,16 +2,16 @@
 
 Every operation that declares an `mcp_tool` name in `polymem.operations` becomes
 one tool: its input schema is the operation's JSON arguments (the same fields,
-docs and checks as the HTTP body), its structured result is the operation's
-codec encoding (the same JSON as the HTTP answer, with the codec's schema as
-the tool's output schema), and a bad argument or a refused call is a tool
-error with the error's code and message, never a crashed server.
+docs and checks as the HTTP body; a working-memory session's settings sit flat
+beside the call's own), its structured result is the operation's codec encoding
+(the same JSON as the HTTP answer), and a bad argument or a refused call is a
+tool error with the error's code and message, never a crashed server.
 
 Two transports share this server:
 
-- stdio, `polymem mcp --url <store>`: any store URL; the calls run through
-  `store.execute(op)` (over HTTP to `polymem serve` for an `http://` URL, where
-  the service's grants, write filter and audit apply);
+- stdio, `polymem mcp --url <store>`: any store URL; each call runs the sync
+  store's `execute(op)` in one worker thread (over HTTP to `polymem serve` for an
+  `http://` URL, where the service's grants, write filter and audit apply);
 - streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
   every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
 
@@ -23,23 +23,31 @@ Resources: `polymem://memories/{memory_id}` (one memory) and
 
 from __future__ import annotations
 
-import json
+import asyncio
+import functools
+import os
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+import anyio
+import anyio.to_thread
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.shared.exceptions import McpError
+from mcp.shared.message import SessionMessage
 from pydantic import AnyUrl, ValidationError
+from pydantic_core import to_json
 
 from . import __version__
 from . import operations as ops
 from ._errors import PolymemError
-from ._memory import AsyncMemory
+from ._memory import Memory
 from .operations import OPERATIONS, Operation
 
 __all__ = ["TOOLS", "Caller", "build_server", "run_stdio", "tool_definitions"]
@@ -53,12 +61,15 @@ TOOLS: dict[str, type[Operation[Any]]] = {op.mcp_tool: op for op in OPERATIONS i
 RECENT = 20
 """How many memories the `recent` resource shows."""
 
+MAX_MESSAGE = 64 * 1024 * 1024
+"""The longest JSON-RPC message the stdio transport reads (bytes)."""
+
 INSTRUCTIONS = (
     "polymem is a long-term memory shared by every agent and tool connected to it. Recall before answering "
     "anything that may depend on what the user said or decided before; save durable facts and preferences "
     "as short self-contained statements; update a memory rather than saving a contradicting one.")
 
-_DESTRUCTIVE = {ops.Update, ops.Delete, ops.Consolidate}
+_DESTRUCTIVE = {ops.Update, ops.Delete, ops.Consolidate, ops.SessionEnd}
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,12 @@ def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_sc
     the SDKs then check every result against it with jsonschema, on both sides of every call
     (tens of milliseconds for a recall's ten hits, ten times the recall itself); the same schemas
     are in the service's OpenAPI document."""
+    return list(_tools(permissions, output_schemas))
+
+
+@functools.cache
+def _tools(permissions: frozenset[str], output_schemas: bool) -> tuple[types.Tool, ...]:
+    """Made once per set of permissions: the schemas take a while to generate, and every session lists them."""
     tools = []
     for name, op in TOOLS.items():
         if not _allowed(op, permissions):
@@ -97,7 +114,7 @@ def tool_definitions(permissions: frozenset[str] = ALL_PERMISSIONS, *, output_sc
             annotations=types.ToolAnnotations(
                 readOnlyHint=op.permission == "read", destructiveHint=op in _DESTRUCTIVE,
                 idempotentHint=op.idempotent, openWorldHint=False)))
-    return tools
+    return tuple(tools)
 
 
 def _client_source(session: Any) -> str:
@@ -117,7 +134,7 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return to_json(data, fallback=str).decode()
 
 
 async def call_tool(caller: Caller, source: str, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
@@ -138,7 +155,7 @@ async def call_tool(caller: Caller, source: str, name: str, arguments: Mapping[s
     if "source" in op_cls.mcp_omit:
         values["source"] = source
     try:
-        result = await caller.run(op_cls.model_construct(**values))
+        result = await caller.run(op_cls.from_arguments(values))
     except PolymemError as exc:
         return _error(f"{exc.code}: {exc}")
     if result is None and op_cls.missing_is_none:
@@ -223,12 +240,87 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
     return server
 
 
-async def run_stdio(store: AsyncMemory, *, defaults: Mapping[str, Any] | None = None,
-                    source: str | None = None) -> None:
-    """Serve `store` over stdio until the client hangs up."""
+@asynccontextmanager
+async def _sdk_stdio() -> AsyncIterator[tuple[Any, Any]]:
     from mcp.server.stdio import stdio_server
 
-    who = Caller(store.execute, ALL_PERMISSIONS, dict(defaults or {}), source)
+    async with stdio_server() as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
+    """The MCP stdio transport on the event loop's own pipes (POSIX; elsewhere, or when stdin is not
+    a pipe, the SDK's `stdio_server`).
+
+    The SDK's transport reads and writes stdin/stdout through worker threads: three thread hops per
+    message (readline, write, flush), a large part of a call's overhead. The messages are the SDK's
+    own types, parsed and dumped as its transport does."""
+    if sys.platform == "win32":
+        async with _sdk_stdio() as streams:
+            yield streams
+        return
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_MESSAGE)
+    stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)  # dups: closing them leaves fds 0/1 open
+    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    try:
+        in_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        out_transport, out_protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), stdout)
+    except (ValueError, OSError):  # stdin is a regular file, or the platform has no pipe transport
+        stdin.close()
+        stdout.close()
+        async with _sdk_stdio() as streams:
+            yield streams
+        return
+    writer = asyncio.StreamWriter(out_transport, out_protocol, None, loop)
+    read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_lines() -> None:
+        async with read_send:
+            while True:
+                try:
+                    line = await reader.readline()
+                    if not line:
+                        return
+                    message: SessionMessage | Exception = SessionMessage(
+                        types.JSONRPCMessage.model_validate_json(line))
+                except ValueError as exc:  # not JSON-RPC, or longer than MAX_MESSAGE: the session answers it
+                    message = exc
+                await read_send.send(message)
+
+    async def write_lines() -> None:
+        async with write_receive:
+            async for outgoing in write_receive:
+                writer.write(outgoing.message.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n")
+                await writer.drain()
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(write_lines)  # ends once the session closes its stream, every answer written
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(read_lines)
+                yield read_stream, write_stream
+                reading.cancel_scope.cancel()  # the session is over: stop waiting for stdin
+    finally:
+        in_transport.close()
+        out_transport.close()
+
+
+async def run_stdio(store: Memory, *, defaults: Mapping[str, Any] | None = None,
+                    source: str | None = None) -> None:
+    """Serve `store` over stdio until the client hangs up.
+
+    Each call runs the sync store's `execute` in one worker thread: the async store would hop to
+    a thread for every step of its plan (four for a recall), and the event loop stays free to read
+    the next message while a call runs."""
+
+    async def run(op: Operation[Any]) -> Any:
+        return await anyio.to_thread.run_sync(store.execute, op)
+
+    who = Caller(run, ALL_PERMISSIONS, dict(defaults or {}), source)
     server = build_server(lambda _context: who)
-    async with stdio_server() as (read, write):
+    async with stdio_pipes() as (read, write):
         await server.run(read, write, server.create_initialization_options())

@@ -22,14 +22,24 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+    create_model,
+)
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonSchemaValue
 
 from ._errors import InvalidInput
 from ._models import (
@@ -122,16 +132,20 @@ def _draft_out(draft: MemoryDraft) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _SchemaOf:
-    """`WithJsonSchema(model.model_json_schema())`, made when a schema is asked for: made at import,
-    it would build the model (and load pydantic's plugins) in every process."""
+    """Documents a type by a wire model's JSON schema, its nested models among the document's
+    definitions (`WithJsonSchema` of a model's own schema would nest `$defs` where refs miss them).
+    The model is built when a schema is asked for: built at import, it would load pydantic's
+    plugins in every process."""
 
     model: type[BaseModel]
 
-    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
-        return self.model.model_json_schema()
+    def __get_pydantic_json_schema__(self, _schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        self.model.model_rebuild()
+        return handler(self.model.__pydantic_core_schema__)
 
 
-WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict), _SchemaOf(MessageWire)]
+WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict),
+                        _SchemaOf(MessageWire)]
 WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(_draft_out), _SchemaOf(DraftWire)]
 def _timestamp(value: Any) -> datetime:
     if isinstance(value, datetime):
@@ -554,13 +568,21 @@ class Operation(_Model, Generic[R]):
         """Every parameter that travels, path ones included, as one JSON object, less `mcp_omit`:
         the input of the operation's MCP tool (the same fields, docs and checks as the HTTP body)."""
         if cls not in _ARGUMENTS:
-            fields: dict[str, Any] = {k: (f.annotation, _optional_on_wire(f)) for k, f in cls.wire_fields().items()
-                                      if k not in cls.mcp_omit}
+            fields = {k: v for k, v in cls._argument_fields().items() if k not in cls.mcp_omit}
             # No docstring: the tool's description says what the call does (the docstring may name
             # parameters left out here).
             _ARGUMENTS[cls] = create_model(f"{cls.__name__}Arguments", __config__=ConfigDict(extra="forbid"),
                                            **fields)
         return _ARGUMENTS[cls]
+
+    @classmethod
+    def _argument_fields(cls) -> dict[str, Any]:
+        return {k: (f.annotation, _optional_on_wire(f)) for k, f in cls.wire_fields().items()}
+
+    @classmethod
+    def from_arguments(cls: type[Op], arguments: Mapping[str, Any]) -> Op:
+        """The operation from its MCP tool's checked arguments (`arguments_model`); those left out default."""
+        return cls.model_construct(**arguments)
 
     @classmethod
     def signature(cls) -> inspect.Signature:
@@ -609,9 +631,9 @@ class SessionSpec(_Model):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    session_id: Text
-    user_id: str | None = None
-    agent_id: str | None = None
+    session_id: Text = Field(description="The conversation's id, the same on every call about it (you choose it).")
+    user_id: str | None = Field(default=None, description="Who the conversation is with (whose memories it yields).")
+    agent_id: str | None = Field(default=None, description="Which agent takes part.")
     max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = Field(
         4096, description="Token budget of the window (None: unbounded).")
     ttl: Annotated[float, Field(gt=0, le=3.2e9)] | None = Field(default=None, description="Seconds (at most ~100 years).")
@@ -644,6 +666,20 @@ class SessionOperation(Operation[R]):
     """An operation on one working-memory session: a method of `Session`, the handle fills `session`."""
 
     session: SessionSpec = Field(kw_only=False, description="The session handle's settings.")
+
+    @classmethod
+    def _argument_fields(cls) -> dict[str, Any]:
+        """The handle's settings (`session_id`, `user_id`…) beside the call's own parameters: flat
+        arguments, which a model fills in more reliably than a nested object."""
+        own = super()._argument_fields()
+        del own["session"]
+        return {**{k: (f.annotation, f) for k, f in SessionSpec.model_fields.items()}, **own}
+
+    @classmethod
+    def from_arguments(cls: type[Op], arguments: Mapping[str, Any]) -> Op:
+        values = dict(arguments)
+        spec = {k: values.pop(k) for k in SessionSpec.model_fields if k in values}
+        return cls.model_construct(session=SessionSpec.model_construct(**spec), **values)
 
 
 # long-term memory
@@ -1218,6 +1254,15 @@ class SessionAdd(SessionOperation[list[Message]]):
 
     name = "add_messages"
     route = "POST /v1/session/add"
+    mcp_tool = "add_session_messages"
+    mcp_description = (
+        "Append messages (a turn of the conversation) to a working-memory session: the short-term record of "
+        "one conversation, kept to a token budget, that any agent sharing this memory can read back with "
+        "get_session_window, e.g. to continue a task in a later run or hand it over to another agent. The "
+        "session starts on its first message; use the same `session_id` on every call about the conversation. "
+        "When the window is over `max_tokens`, its oldest messages leave it (with `overflow` \"summarize\", "
+        "into a running summary). For a single durable fact, use save_memory instead.")
+    mcp_omit = ("ttl", "keep_last")
     codec = MESSAGES
     permission = "write"
 
@@ -1229,6 +1274,13 @@ class SessionMessages(SessionOperation[list[Message]]):
 
     name = "messages"
     route = "POST /v1/session/messages"
+    mcp_tool = "get_session_window"
+    mcp_description = (
+        "Read a working-memory session's current window, oldest first: its recent messages within the token "
+        "budget, preceded by a system message summarising what left the window (if it keeps a summary). "
+        "Call it to pick up a conversation that you, an earlier run or another agent started with "
+        "add_session_messages. An unknown session reads as no messages.")
+    mcp_omit = ("max_tokens", "ttl", "overflow", "keep_last")
     codec = MESSAGES
     idempotent = True
 
@@ -1301,6 +1353,12 @@ class SessionEnd(SessionOperation[list[MemoryRecord]]):
 
     name = "end"
     route = "POST /v1/session/end"
+    mcp_tool = "end_session"
+    mcp_description = (
+        "Close a working-memory session when its conversation is over. With `consolidate` (the default) its "
+        "messages are distilled into long-term memories, returned here and found later by recall_memories; "
+        "with `consolidate` false the session is discarded. The session and its messages are gone afterwards.")
+    mcp_omit = ("max_tokens", "ttl", "overflow", "keep_last")
     codec = MEMORIES
     permission = "write"
 

@@ -694,7 +694,7 @@ class Engine:
         if rows:
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
+            yield _backend("set_vectors", self.namespace, [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
         if len(rows) < LAZY_EMBED_BATCH and not self._told_foreign:
             left = yield _backend("count_foreign_vectors", self.namespace, model_id)
             if left:
@@ -915,7 +915,8 @@ class Engine:
                 return done
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
+            yield _backend("set_vectors", self.namespace, [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)],
+                           self.embedder.model_id)
             done += len(rows)
             if progress:
                 progress(len(rows))

@@ -65,7 +65,7 @@ def test_a_migrated_store_clones_a_namespace_into_another(migrated: Path) -> Non
         count = mem.export_snapshot(snapshot)
         snapshot.seek(0)
         report = clone.import_snapshot(snapshot)
-        assert (report.imported, report.duplicates) == (count, 0)
+        assert (report.imported, report.duplicates) == (count, 0) and count == 2
         for rec in mem.list(limit=100):
             assert clone.get(rec.memory_id) == rec.replace(namespace="team-c")
             assert len(clone.history(rec.memory_id)) == len(mem.history(rec.memory_id))

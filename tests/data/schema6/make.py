@@ -1,6 +1,7 @@
 """Writes `store.db` and `expected.json` with polymem as of main at 0106920 (SQLite schema 6, memory
-ids unique per file), for `tests/test_namespace_ids.py`'s migration test. Run it with that
-version's sources first on the path:
+ids unique per file), for `tests/test_namespace_ids.py`'s migration test (`make_postgres.py`
+writes the same scenario into PostgreSQL at schema 10). Run it with that version's sources first
+on the path:
 
     git -C /work/main worktree add /tmp/schema6 0106920
     PYTHONPATH=/tmp/schema6/core/src python tests/data/schema6/make.py
@@ -21,12 +22,11 @@ from polymem.testing import FakeClock, local_embedder
 HERE = Path(__file__).parent
 
 
-def main() -> None:
-    path = HERE / "store.db"
-    path.unlink(missing_ok=True)
+def fill(url: str) -> dict[str, object]:
+    """Write the scenario into the store at `url`; what it reads back."""
     clock = FakeClock()
     expected: dict[str, object] = {}
-    stores = {ns: polymem.open(f"sqlite:///{path}", clock=clock, embedder=local_embedder(), namespace=ns)
+    stores = {ns: polymem.open(url, clock=clock, embedder=local_embedder(), namespace=ns)
               for ns in ("default", "team-b")}
     mem, other = stores["default"], stores["team-b"]
     blue = mem.save("I like blue", user_id="ann", category="preference", idempotency_key="colour")
@@ -50,11 +50,18 @@ def main() -> None:
         }
     for store in stores.values():
         store.close()
+    assert timedelta(0) < clock.now - then
+    return expected
+
+
+def main() -> None:
+    path = HERE / "store.db"
+    path.unlink(missing_ok=True)
+    expected = fill(f"sqlite:///{path}")
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA journal_mode = DELETE")
         conn.execute("VACUUM")
     (HERE / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
-    assert timedelta(0) < clock.now - then
 
 
 if __name__ == "__main__":

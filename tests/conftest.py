@@ -17,14 +17,14 @@ _names = itertools.count()
 
 
 def store_factory(backend: str, driver: str, tmp_path: Path) -> Any:
-    """`(clock, embedder, fresh=False) -> store` for one backend × driver."""
+    """`(clock, embedder, fresh=False, namespace="default") -> store` for one backend × driver."""
     shared = f"t{next(_names)}"
 
-    def factory(clock: Any, embedder: Any, fresh: bool = False) -> Any:
+    def factory(clock: Any, embedder: Any, fresh: bool = False, namespace: str = "default") -> Any:
         opener = polymem.open if driver == "sync" else polymem.open_async
         name = f"{shared}-fresh" if fresh else shared
         url = f"memory://{name}" if backend == "memory" else f"sqlite:///{tmp_path / (name + '.db')}"
-        return opener(url, clock=clock, embedder=embedder)
+        return opener(url, clock=clock, embedder=embedder, namespace=namespace)
 
     return factory
 

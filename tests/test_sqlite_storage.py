@@ -41,8 +41,8 @@ def test_a_store_that_also_kept_the_current_version_lists_each_version_once(tmp_
         rec = mem.save("I like green tea", user_id="u")
         new = mem.update(rec.memory_id, content="I like black tea")
     with sqlite3.connect(path) as conn:  # as stores written before 0.1.0's last change hold it
-        conn.execute("INSERT INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
-                     (new.memory_id, new.version, dumps(new.to_dict())))
+        conn.execute("INSERT INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
+                     (new.namespace, new.memory_id, new.version, dumps(new.to_dict())))
     with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
         assert [v.version for v in mem.history(rec.memory_id)] == [1, 2]
         third = mem.update(rec.memory_id, content="I like oolong")

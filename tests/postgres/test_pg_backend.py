@@ -347,7 +347,7 @@ def test_vector_cache_answers_like_sql_and_never_serves_a_stale_copy(new_databas
              lambda old, new: new != old),
             (lambda: other.update(Update("default", top(), {"expire_at": now - timedelta(days=1)}, None, now)),
              lambda old, new: new != old),
-            (lambda: other.set_vectors([("0-7", target)], "m"), lambda old, new: new == "0-7"),
+            (lambda: other.set_vectors("default", [("0-7", target)], "m"), lambda old, new: new == "0-7"),
             (lambda: backend.update(Update("default", "0-7", {"status": "archived"}, None, now)),
              lambda old, new: new != "0-7"),
             # An import (another statement: INSERT ... SELECT from a COPY), a content edit with its new

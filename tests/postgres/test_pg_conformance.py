@@ -29,10 +29,10 @@ def open_pg(url: str, driver: str, clock: Any, embedder: Any, **engine: Any) -> 
 def pg_store(request: pytest.FixtureRequest, new_database: Any) -> Any:
     urls: dict[bool, str] = {}
 
-    def factory(clock: Any, embedder: Any, fresh: bool = False) -> Any:
+    def factory(clock: Any, embedder: Any, fresh: bool = False, namespace: str = "default") -> Any:
         if fresh not in urls:
             urls[fresh] = new_database()
-        return open_pg(urls[fresh], request.param, clock, embedder)
+        return open_pg(urls[fresh], request.param, clock, embedder, namespace=namespace)
 
     return factory
 

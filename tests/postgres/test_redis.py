@@ -22,12 +22,13 @@ from polymem._memory import _engine
 from polymem.testing import FakeClock, MemoryConformance, call
 
 
-def open_composite(long_term: str, redis_url: str, driver: str, clock: Any, embedder: Any) -> Any:
+def open_composite(long_term: str, redis_url: str, driver: str, clock: Any, embedder: Any,
+                   namespace: str = "default") -> Any:
     """Records in `long_term`, sessions in Redis: one local transport over the two stores."""
     from polymem._local import LocalTransport
     from polymem._redis import AsyncRedisWorkingMemory, RedisWorkingMemory
 
-    eng = _engine("default", embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
+    eng = _engine(namespace, embedder, clock, None, None, None, None, None, DEFAULT_MAX_CONTENT_CHARS)
     if driver == "sync":
         records = polymem._memory.make_backend(long_term)
         return polymem.Memory(LocalTransport(records, eng, RedisWorkingMemory(redis_url)))
@@ -43,14 +44,14 @@ def composite_store(request: pytest.FixtureRequest, new_database: Any, redis_ser
     urls: dict[bool, tuple[str, str]] = {}
     base = int(request.node.nodeid.__hash__() % 1000)
 
-    def factory(clock: Any, embedder: Any, fresh: bool = False) -> Any:
+    def factory(clock: Any, embedder: Any, fresh: bool = False, namespace: str = "default") -> Any:
         if fresh not in urls:
             db = 1 + (base * 2 + int(fresh)) % 15  # a separate Redis database per store
             rurl = redis_server.rsplit("/", 1)[0] + f"/{db}"
             redis.Redis.from_url(rurl).flushdb()
             urls[fresh] = (new_database(), rurl)
         pg, rurl = urls[fresh]
-        return open_composite(pg, rurl, request.param, clock, embedder)
+        return open_composite(pg, rurl, request.param, clock, embedder, namespace)
 
     return factory
 

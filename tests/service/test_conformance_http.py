@@ -26,10 +26,11 @@ class TestHttpClient(MemoryConformance):
         shared = f"c{next(_names)}"
         made: list[Deployment] = []
 
-        def factory(clock: Any, embedder: Any, fresh: bool = False) -> Any:
+        def factory(clock: Any, embedder: Any, fresh: bool = False, namespace: str = "default") -> Any:
             deployment = Deployment(tmp_path, f"{shared}-fresh" if fresh else shared, embedder=embedder, clock=clock)
             made.append(deployment)
-            client = deployment.client(request.param)
+            token = deployment.token(namespace, ("read", "write", "admin")) if namespace != "default" else None
+            client = deployment.client(request.param, token=token)
             # Test-only bridge: one conformance test swaps the store's summarizer, which lives server-side.
             served = deployment.service.store("default").engine
             client.__class__ = type("ServedStore", (type(client),), {"engine": served})

@@ -336,7 +336,8 @@ class RecordStore(ABC):
         any vector: those of another model are left out)."""
 
     @abstractmethod
-    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
+    def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        """Store the vectors of `model_id` of these memories (memory_id, vector) of the namespace."""
 
     @abstractmethod
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
@@ -499,7 +500,7 @@ class AsyncRecordStore(ABC):
                               missing_only: bool = False) -> builtins.list[tuple[str, str]]: ...
 
     @abstractmethod
-    async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
+    async def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
 
     @abstractmethod
     async def export_page(self, namespace: str, user_id: str | None, after: int,

@@ -824,7 +824,8 @@ class Engine:
         if rows:
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
+            yield SetVectors(self.namespace, [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)],
+                             model_id)
         if len(rows) < LAZY_EMBED_BATCH and not self._told_foreign:
             left = yield CountForeignVectors(self.namespace, model_id)
             if left:
@@ -1097,7 +1098,8 @@ class Engine:
                 return done
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
+            yield SetVectors(self.namespace, [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)],
+                             self.embedder.model_id)
             done += len(rows)
             if progress:
                 progress(len(rows))

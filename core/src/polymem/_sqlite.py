@@ -155,7 +155,73 @@ MIGRATIONS: builtins.list[str] = [
         PRIMARY KEY (namespace, source)
     );
     """,
-    # 7: the memories written since a moment, found without reading the scope (`as_of`)
+    # 7: a memory is known by (namespace, memory_id): the same id in two namespaces is two
+    # independent memories (a namespace can be cloned by importing its snapshot; an id of another
+    # namespace answers as an unknown one). Rebuilt tables keep every row and rowid (the full text
+    # and the vector caches are keyed by rowid); versions take their memory's namespace.
+    """
+    CREATE TABLE memories_rekeyed (
+        rowid INTEGER PRIMARY KEY,
+        memory_id TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        user_id TEXT, agent_id TEXT, session_id TEXT,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        category TEXT NOT NULL,
+        source TEXT NOT NULL,
+        importance REAL NOT NULL,
+        entities TEXT NOT NULL DEFAULT '[]',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        last_accessed_at INTEGER,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        expire_at INTEGER,
+        embedding_model TEXT,
+        vector BLOB,
+        version INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL DEFAULT 'active',
+        idempotency_key TEXT,
+        seq INTEGER NOT NULL
+    );
+    INSERT INTO memories_rekeyed SELECT rowid, memory_id, namespace, user_id, agent_id, session_id, content,
+        content_hash, category, source, importance, entities, metadata, created_at, updated_at, last_accessed_at,
+        access_count, expire_at, embedding_model, vector, version, status, idempotency_key, seq FROM memories;
+    CREATE TABLE memory_versions_rekeyed (
+        namespace TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (namespace, memory_id, version)
+    );
+    INSERT INTO memory_versions_rekeyed SELECT COALESCE(
+            (SELECT m.namespace FROM memories m WHERE m.memory_id = v.memory_id),
+            (SELECT t.namespace FROM memory_tombstones t WHERE t.memory_id = v.memory_id),
+            json_extract(v.record, '$.namespace'), ''),
+        v.memory_id, v.version, v.record FROM memory_versions v;
+    CREATE TABLE memory_tombstones_rekeyed (
+        namespace TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        user_id TEXT,
+        deleted_at INTEGER NOT NULL,
+        PRIMARY KEY (namespace, memory_id)
+    );
+    INSERT INTO memory_tombstones_rekeyed SELECT namespace, memory_id, user_id, deleted_at FROM memory_tombstones;
+    DROP TABLE memories;
+    DROP TABLE memory_versions;
+    DROP TABLE memory_tombstones;
+    ALTER TABLE memories_rekeyed RENAME TO memories;
+    ALTER TABLE memory_versions_rekeyed RENAME TO memory_versions;
+    ALTER TABLE memory_tombstones_rekeyed RENAME TO memory_tombstones;
+    CREATE UNIQUE INDEX memories_id ON memories(namespace, memory_id);
+    CREATE UNIQUE INDEX memories_idempotency ON memories(namespace, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX memories_scope ON memories(namespace, user_id, status);
+    CREATE INDEX memories_hash ON memories(namespace, content_hash);
+    CREATE INDEX memories_seq ON memories(seq);
+    CREATE INDEX memory_tombstones_scope ON memory_tombstones(namespace, user_id, deleted_at);
+    """,
+    # 8: the memories written since a moment, found without reading the scope (`as_of`)
     """
     CREATE INDEX IF NOT EXISTS memories_written ON memories(namespace, updated_at);
     """,
@@ -711,15 +777,16 @@ class SQLiteBackend(Backend):
         A save writes no second copy of what it inserts: until its row changes, a memory's current
         version is the row itself. (A snapshot's import, and stores written before this, also
         keep the current version's own record; `_versions` then gives that one, unchanged.)"""
-        conn.execute("INSERT OR IGNORE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
-                     (record.memory_id, record.version, dumps(record.to_dict())))
+        conn.execute("INSERT OR IGNORE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
+                     (record.namespace, record.memory_id, record.version, dumps(record.to_dict())))
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, current: MemoryRecord) -> builtins.list[dict[str, Any]]:
         """Every version of a memory as a dict, oldest first; the current one is its stored
         record when there is one (so a snapshot round-trips exactly), else the row."""
-        rows = conn.execute("SELECT version, record FROM memory_versions WHERE memory_id = ? AND version <= ? "
-                            "ORDER BY version", (current.memory_id, current.version)).fetchall()
+        rows = conn.execute("SELECT version, record FROM memory_versions WHERE namespace = ? AND memory_id = ? "
+                            "AND version <= ? ORDER BY version",
+                            (current.namespace, current.memory_id, current.version)).fetchall()
         stored = [json.loads(r[1]) for r in rows]
         return stored if rows and rows[-1][0] == current.version else [*stored, current.to_dict()]
 
@@ -757,7 +824,7 @@ class SQLiteBackend(Backend):
                 key = _dedupe_key(item)
                 found = existing.get(key) or claimed.get(key)
                 if found is not None:
-                    touched.append((now_us, found.memory_id))
+                    touched.append((now_us, found.namespace, found.memory_id))
                     results.append((found.replace(last_accessed_at=now), False))
                     continue
                 claimed[key] = rec
@@ -772,7 +839,7 @@ class SQLiteBackend(Backend):
                 f"INSERT INTO memories (rowid, {_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
                 f"VALUES ({', '.join('?' * 24)})", rows)
             conn.executemany("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)", fts)
-            conn.executemany("UPDATE memories SET last_accessed_at = ? WHERE memory_id = ?", touched)
+            conn.executemany("UPDATE memories SET last_accessed_at = ? WHERE namespace = ? AND memory_id = ?", touched)
         return results
 
     def _existing(self, conn: sqlite3.Connection, items: Sequence[NewRecord]) -> dict[tuple[Any, ...], MemoryRecord]:
@@ -809,7 +876,7 @@ class SQLiteBackend(Backend):
         marks = ", ".join("?" for _ in memory_ids)
         with self._read() as conn:
             found = {r.memory_id: r for r in self._fetch_records(
-                conn, f"+m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
+                conn, f"m.namespace = ? AND m.memory_id IN ({marks})", (namespace, *memory_ids))}
         return [found[i] for i in memory_ids if i in found]
 
     def get_by_keys(self, namespace: str, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
@@ -857,7 +924,7 @@ class SQLiteBackend(Backend):
                                                                 op.expected_version, op.now)
         vector, model_id, content_hash, terms = op.vector, op.model_id, op.content_hash, op.terms
         with self._write() as conn:
-            found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+            found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
             if not found:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             current = found[0]
@@ -876,10 +943,10 @@ class SQLiteBackend(Backend):
                 "updated_at = ?, expire_at = ?, embedding_model = ?, version = ?, status = ?, seq = ?, "
                 "last_accessed_at = ?, access_count = ?, "
                 "content_hash = COALESCE(?, content_hash), vector = CASE WHEN ? THEN ? ELSE vector END "
-                "WHERE memory_id = ? AND version = ? RETURNING rowid",
+                "WHERE namespace = ? AND memory_id = ? AND version = ? RETURNING rowid",
                 (values[5], values[6], values[7], values[8], values[9], values[10], values[12], values[15],
                  values[16], values[17], values[18], seq, values[13], values[14], content_hash, content_hash is not None, _blob(vector),
-                 memory_id, current.version),
+                 namespace, memory_id, current.version),
             )
             row = cursor.fetchone()
             if row is None:  # pragma: no cover - BEGIN IMMEDIATE serialises writers
@@ -891,8 +958,8 @@ class SQLiteBackend(Backend):
 
     def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str) -> MemoryRecord | None:
         """Delete a memory's live row and full-text row (the vector caches follow); the record it held."""
-        found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
-        row = conn.execute("DELETE FROM memories WHERE +namespace = ? AND memory_id = ? RETURNING rowid",
+        found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+        row = conn.execute("DELETE FROM memories WHERE namespace = ? AND memory_id = ? RETURNING rowid",
                            (namespace, memory_id)).fetchone()
         if row is None:
             return None
@@ -917,18 +984,19 @@ class SQLiteBackend(Backend):
             tombstone = conn.execute("DELETE FROM memory_tombstones WHERE memory_id = ? AND namespace = ? "
                                      "RETURNING memory_id", (memory_id, namespace)).fetchone()
             if removed or tombstone is not None:
-                conn.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
+                conn.execute("DELETE FROM memory_versions WHERE namespace = ? AND memory_id = ?", (namespace, memory_id))
         return removed or tombstone is not None
 
     def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
         with self._read() as conn:
-            found = self._fetch_records(conn, "+m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+            found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
             if found:
                 versions = self._versions(conn, found[0])
             elif conn.execute("SELECT 1 FROM memory_tombstones WHERE memory_id = ? AND namespace = ?",
                               (memory_id, namespace)).fetchone():
                 versions = [json.loads(r[0]) for r in conn.execute(
-                    "SELECT record FROM memory_versions WHERE memory_id = ? ORDER BY version", (memory_id,))]
+                    "SELECT record FROM memory_versions WHERE namespace = ? AND memory_id = ? ORDER BY version",
+                    (namespace, memory_id))]
             else:
                 return []
         return [MemoryRecord.from_dict(v) for v in versions]
@@ -963,8 +1031,8 @@ class SQLiteBackend(Backend):
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
                 for memory_id, record in conn.execute(
-                        f"SELECT memory_id, record FROM memory_versions WHERE memory_id IN "
-                        f"({', '.join('?' for _ in chunk)})", chunk):
+                        f"SELECT memory_id, record FROM memory_versions WHERE namespace = ? AND memory_id IN "
+                        f"({', '.join('?' for _ in chunk)})", (namespace, *chunk)):
                     versions.setdefault(memory_id, []).append(json.loads(record))
         return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
 
@@ -1214,7 +1282,7 @@ class SQLiteBackend(Backend):
             for namespace, bonuses, now_us in batch:
                 conn.executemany(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                    "importance = MIN(1.0, importance + ?) WHERE +namespace = ? AND memory_id = ?",
+                    "importance = MIN(1.0, importance + ?) WHERE namespace = ? AND memory_id = ?",
                     [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
                 )
 
@@ -1246,12 +1314,13 @@ class SQLiteBackend(Backend):
                 f"(embedding_model IS NULL {other}OR vector IS NULL) ORDER BY rowid LIMIT ?",
                 (*args, *models, limit))]
 
-    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+    def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         with self._write() as conn:
             self._check_dimension(conn, model_id, (v for _, v in items))
             seq = self._next_seq(conn)
-            conn.executemany("UPDATE memories SET vector = ?, embedding_model = ?, seq = ? WHERE memory_id = ?",
-                             [(_blob(v), model_id, seq, mid) for mid, v in items])
+            conn.executemany("UPDATE memories SET vector = ?, embedding_model = ?, seq = ? "
+                             "WHERE namespace = ? AND memory_id = ?",
+                             [(_blob(v), model_id, seq, namespace, mid) for mid, v in items])
 
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
         clause = " AND m.user_id = ?" if user_id is not None else ""
@@ -1295,7 +1364,8 @@ class SQLiteBackend(Backend):
             for item in rows:
                 record: MemoryRecord = item["record"]
                 key = item.get("idempotency_key")
-                exists = conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (record.memory_id,)).fetchone() or (
+                exists = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ?",
+                                      (namespace, record.memory_id)).fetchone() or (
                     key is not None and conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND idempotency_key = ?",
                                                      (namespace, key)).fetchone())
                 if exists:
@@ -1310,8 +1380,9 @@ class SQLiteBackend(Backend):
                 )
                 conn.execute("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)",
                              (cursor.lastrowid, *fts_row(namespace, record.user_id, item["terms"])))
-                conn.executemany("INSERT OR REPLACE INTO memory_versions(memory_id, version, record) VALUES (?, ?, ?)",
-                                 [(record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
+                    [(namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
                 report.imported += 1
             report.sessions = self._import_sessions(conn, namespace, sessions)
         return report
@@ -1436,7 +1507,7 @@ class SQLiteBackend(Backend):
         marks = ", ".join("?" for _ in memory_ids)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT memory_id, vector FROM memories WHERE +namespace = ? AND memory_id IN ({marks}) "
+                f"SELECT memory_id, vector FROM memories WHERE namespace = ? AND memory_id IN ({marks}) "
                 "AND embedding_model = ? AND vector IS NOT NULL", (namespace, *memory_ids, model_id)).fetchall()
         return {mid: np.frombuffer(blob, dtype=np.float32) for mid, blob in rows}
 

@@ -261,6 +261,7 @@ class SetVectors(StorageOp):
 
     method: ClassVar[str] = "set_vectors"
     takes_value: ClassVar[bool] = False
+    namespace: str
     items: Sequence[tuple[str, np.ndarray]]
     model_id: str
 

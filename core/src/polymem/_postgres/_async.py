@@ -259,8 +259,8 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
                               missing_only: bool = False) -> builtins.list[tuple[str, str]]:
         return await self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only)
 
-    async def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
-        await self._call(self.plans.set_vectors, items, model_id)
+    async def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        await self._call(self.plans.set_vectors, namespace, items, model_id)
 
     async def export_page(self, namespace: str, user_id: str | None, after: int,
                           limit: int) -> builtins.list[dict[str, Any]]:

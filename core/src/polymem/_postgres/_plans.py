@@ -159,7 +159,7 @@ class Plans:
         # of this batch included.
         results: builtins.list[tuple[MemoryRecord, bool]] = []
         new: builtins.list[NewRecord] = []
-        touched: builtins.list[str] = []
+        touched: builtins.list[tuple[str, str]] = []
         for item in items:
             rec = item.record
             if item.idempotency_key is not None:
@@ -167,7 +167,7 @@ class Plans:
             else:
                 existing = by_hash.get((rec.namespace, rec.user_id, rec.agent_id, item.content_hash))
             if existing is not None:
-                touched.append(existing.memory_id)
+                touched.append((existing.namespace, existing.memory_id))
                 results.append((existing.replace(last_accessed_at=now), False))
                 continue
             if item.idempotency_key is not None:
@@ -180,25 +180,29 @@ class Plans:
             yield Q(f"INSERT INTO polymem_memories ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 22)}, %s::tsvector)",
                     [(*record_values(i.record), i.content_hash, i.vector, i.idempotency_key,
                       tsvector_literal(i.record.namespace, i.record.user_id, i.terms)) for i in new], "many")
-            yield Q("INSERT INTO polymem_memory_versions (memory_id, version, record) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record",
-                    [(i.record.memory_id, i.record.version, dumps(i.record.to_dict())) for i in new], "many")
+            yield Q(_WRITE_VERSION, [(i.record.namespace, i.record.memory_id, i.record.version,
+                                      dumps(i.record.to_dict())) for i in new], "many")
             if len(new) >= ANALYZE_ROWS:
                 yield from self._analyze_if_grown(len(new))
         if held is not None and held.before:
             held.after = {(r[0], r[1]): r[2] for r in (yield Q(_STAMPS_OF, _scope_arrays(held.before)))}
-            mine = {i.record.memory_id: i for i in new if (i.record.namespace, i.record.user_id) in held.before
+            mine = {(i.record.namespace, i.record.memory_id): i for i in new
+                    if (i.record.namespace, i.record.user_id) in held.before
                     and i.record.status == "active" and i.vector is not None and i.record.embedding_model is not None}
             if mine:
-                for memory_id, row_id in (yield Q("SELECT memory_id, id FROM polymem_memories WHERE memory_id = ANY(%s)",
-                                                  (builtins.list(mine),))):
-                    rec = mine[memory_id].record
+                for namespace, memory_id, row_id in (yield Q(
+                        "SELECT namespace, memory_id, id FROM polymem_memories WHERE (namespace, memory_id) IN "
+                        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                        ([n for n, _ in mine], [m for _, m in mine]))):
+                    rec = mine[(namespace, memory_id)].record
                     held.rows.append((rec.namespace, rec.user_id or "", rec.embedding_model or "", int(row_id),
-                                      np.asarray(mine[memory_id].vector, dtype=np.float32),
+                                      np.asarray(mine[(namespace, memory_id)].vector, dtype=np.float32),
                                       np.inf if rec.expire_at is None else rec.expire_at.timestamp()))
         if touched:
-            yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE memory_id = ANY(%s)",
-                    (now, sorted(set(touched))), "none")
+            pairs = sorted(set(touched))
+            yield Q("UPDATE polymem_memories SET last_accessed_at = %s WHERE (namespace, memory_id) IN "
+                    "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    (now, [n for n, _ in pairs], [m for _, m in pairs]), "none")
         return results
 
     def _analyze_if_grown(self, added: int) -> PgPlan[None]:
@@ -213,9 +217,7 @@ class Plans:
 
     @staticmethod
     def _write_version(record: MemoryRecord) -> PgPlan[None]:
-        yield Q("INSERT INTO polymem_memory_versions (memory_id, version, record) VALUES (%s, %s, %s) "
-                "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record",
-                (record.memory_id, record.version, dumps(record.to_dict())), "none")
+        yield Q(_WRITE_VERSION, (record.namespace, record.memory_id, record.version, dumps(record.to_dict())), "none")
 
     def get(self, namespace: str, memory_ids: Sequence[str]) -> PgPlan[builtins.list[MemoryRecord]]:
         if not memory_ids:
@@ -280,7 +282,7 @@ class Plans:
         if row is None:
             return False
         yield Q("INSERT INTO polymem_memory_tombstones (memory_id, namespace, user_id, deleted_at) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (memory_id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at",
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (namespace, memory_id) DO UPDATE SET deleted_at = EXCLUDED.deleted_at",
                 (memory_id, namespace, row[0], now or datetime.now(timezone.utc)), "none")
         return True
 
@@ -291,7 +293,8 @@ class Plans:
                        (namespace, memory_id), "rowcount")
         if not (live or dead):
             return False
-        yield Q("DELETE FROM polymem_memory_versions WHERE memory_id = %s", (memory_id,), "none")
+        yield Q("DELETE FROM polymem_memory_versions WHERE namespace = %s AND memory_id = %s", (namespace, memory_id),
+                "none")
         return True
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
@@ -323,7 +326,7 @@ class Plans:
         versions: dict[str, builtins.list[dict[str, Any]]] = {}
         if wanted:
             for memory_id, record_json in (yield Q("SELECT memory_id, record FROM polymem_memory_versions "
-                                                   "WHERE memory_id = ANY(%s)", (wanted,))):
+                                                   "WHERE namespace = %s AND memory_id = ANY(%s)", (namespace, wanted))):
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
         return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
 
@@ -339,7 +342,8 @@ class Plans:
                         (namespace, memory_id, namespace, memory_id), "one")
         if owner is None:
             return []
-        rows = yield Q("SELECT record FROM polymem_memory_versions WHERE memory_id = %s ORDER BY version", (memory_id,))
+        rows = yield Q("SELECT record FROM polymem_memory_versions WHERE namespace = %s AND memory_id = %s "
+                       "ORDER BY version", (namespace, memory_id))
         return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
 
     # search -------------------------------------------------------------------------------
@@ -506,13 +510,14 @@ class Plans:
                        (*args, *models, limit))
         return [(r[0], r[1]) for r in rows]
 
-    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan[None]:
+    def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan[None]:
         if not items:
             return None
         yield from self._ensure_index(model_id, len(items[0][1]))
-        yield Q("UPDATE polymem_memories SET vector = %s::vector, embedding_model = %s WHERE memory_id = %s",
-                [(np.asarray(v, dtype=np.float32), model_id, mid) for mid, v in sorted(items, key=lambda x: x[0])],
-                "many")
+        yield Q("UPDATE polymem_memories SET vector = %s::vector, embedding_model = %s "
+                "WHERE namespace = %s AND memory_id = %s",
+                [(np.asarray(v, dtype=np.float32), model_id, namespace, mid)
+                 for mid, v in sorted(items, key=lambda x: x[0])], "many")
         return None
 
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan[builtins.list[dict[str, Any]]]:
@@ -525,8 +530,8 @@ class Plans:
             return []
         versions: dict[str, builtins.list[Any]] = {}
         for memory_id, record in (yield Q(
-                "SELECT memory_id, record FROM polymem_memory_versions WHERE memory_id = ANY(%s) "
-                "ORDER BY memory_id, version", ([r[0] for r in rows],))):
+                "SELECT memory_id, record FROM polymem_memory_versions WHERE namespace = %s AND memory_id = ANY(%s) "
+                "ORDER BY memory_id, version", (namespace, [r[0] for r in rows]))):
             versions.setdefault(memory_id, []).append(json.loads(record))
         out = []
         for row in rows:
@@ -571,10 +576,10 @@ class Plans:
             row = yield Q(
                 f"WITH ins AS (INSERT INTO polymem_memories ({_INSERT_COLUMNS}) SELECT {columns} "
                 "FROM polymem_stage s ORDER BY s.n ON CONFLICT DO NOTHING RETURNING memory_id), "
-                "ver AS (INSERT INTO polymem_memory_versions (memory_id, version, record) "
-                "SELECT v.memory_id, v.version, v.record FROM polymem_stage_versions v JOIN ins USING (memory_id) "
-                "ON CONFLICT (memory_id, version) DO UPDATE SET record = EXCLUDED.record) "
-                "SELECT count(*) FROM ins", None, "one")
+                "ver AS (INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) "
+                "SELECT %s, v.memory_id, v.version, v.record FROM polymem_stage_versions v JOIN ins USING (memory_id) "
+                "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record) "
+                "SELECT count(*) FROM ins", (namespace,), "one")
             report.imported = int(row[0])
             if bulk:
                 for model, dim in models:
@@ -710,6 +715,9 @@ class Plans:
                        "AND expire_at <= %s", (namespace, now))
         return [r[0] for r in rows]
 
+
+_WRITE_VERSION = ("INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) VALUES (%s, %s, %s, %s) "
+                  "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record")
 
 Staged = tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]
 

@@ -211,7 +211,24 @@ MIGRATIONS: builtins.list[str] = [
         PRIMARY KEY (namespace, source)
     );
     """,
-    # 11: the memories written since a moment, found without reading the scope (`as_of`)
+    # 11: a memory is known by (namespace, memory_id): the same id in two namespaces is two
+    # independent memories (a namespace can be cloned by importing its snapshot; an id of another
+    # namespace answers as an unknown one). Versions take their memory's namespace.
+    """
+    ALTER TABLE polymem_memory_versions ADD COLUMN namespace TEXT;
+    UPDATE polymem_memory_versions v SET namespace = COALESCE(
+        (SELECT m.namespace FROM polymem_memories m WHERE m.memory_id = v.memory_id),
+        (SELECT t.namespace FROM polymem_memory_tombstones t WHERE t.memory_id = v.memory_id),
+        v.record::jsonb ->> 'namespace', '');
+    ALTER TABLE polymem_memory_versions ALTER COLUMN namespace SET NOT NULL;
+    ALTER TABLE polymem_memory_versions DROP CONSTRAINT polymem_memory_versions_pkey;
+    ALTER TABLE polymem_memory_versions ADD PRIMARY KEY (namespace, memory_id, version);
+    ALTER TABLE polymem_memory_tombstones DROP CONSTRAINT polymem_memory_tombstones_pkey;
+    ALTER TABLE polymem_memory_tombstones ADD PRIMARY KEY (namespace, memory_id);
+    ALTER TABLE polymem_memories DROP CONSTRAINT polymem_memories_memory_id_key;
+    ALTER TABLE polymem_memories ADD CONSTRAINT polymem_memories_id UNIQUE (namespace, memory_id);
+    """,
+    # 12: the memories written since a moment, found without reading the scope (`as_of`)
     """
     CREATE INDEX IF NOT EXISTS polymem_memories_written ON polymem_memories (namespace, updated_at);
     """,

@@ -193,8 +193,8 @@ class PostgresBackend(PostgresStore, Backend):
                         missing_only: bool = False) -> builtins.list[tuple[str, str]]:
         return self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only)
 
-    def set_vectors(self, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
-        self._call(self.plans.set_vectors, items, model_id)
+    def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
+        self._call(self.plans.set_vectors, namespace, items, model_id)
 
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
         return self._call(self.plans.export_page, namespace, user_id, after, limit)

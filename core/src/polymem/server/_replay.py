@@ -23,13 +23,14 @@ def returned(hits: Sequence[RecallHit]) -> list[dict[str, Any]]:
              "content_sha256": sha256_text(h.memory.content)} for h in hits]
 
 
-def recall_entry(log: AuditLog, seq: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The recall entry `seq` and the problems the hash chain shows up to and at it."""
+def recall_entry(log: AuditLog, seq: int, namespace: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The recall entry `seq` and the problems the hash chain shows up to and at it; with `namespace`,
+    an entry of another namespace is answered as one that does not exist."""
     if isinstance(seq, bool) or not isinstance(seq, int):
         raise InvalidInput(f"an audit entry is named by its sequence number, got {seq!r}")
     entry = next((e for e in log.entries() if e["seq"] == seq), None)
-    if entry is None:
-        raise NotFoundError(f"no audit entry {seq}")
+    if entry is None or (namespace is not None and entry["namespace"] != namespace):
+        raise NotFoundError(f"no audit entry {seq}" + ("" if namespace is None else f" in namespace {namespace!r}"))
     if entry["action"] != "recall" or not entry["detail"] or "returned" not in entry["detail"]:
         raise InvalidInput(f"audit entry {seq} is a {entry['action']!r}, not a recall that recorded what it returned")
     report = log.verify()

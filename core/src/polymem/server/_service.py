@@ -385,9 +385,7 @@ class Service:
     async def audit_replay(self, ctx: Context, op: ops.AuditReplay) -> dict[str, Any]:
         """What recall entry `op.entry` gave the agent, checked against the log and the store (admin)."""
         ctx.grant.require_admin()
-        entry, problems = await asyncio.to_thread(recall_entry, self.audit, op.entry)
-        if entry["namespace"] != ctx.namespace:
-            raise NotFoundError(f"no audit entry {op.entry} in namespace {ctx.namespace!r}")
+        entry, problems = await asyncio.to_thread(recall_entry, self.audit, op.entry, ctx.namespace)
         store = self.store(ctx.namespace)
         ids = [given["memory_id"] for given in entry["detail"]["returned"]]
         histories = dict(zip(ids, await asyncio.gather(*(store.history(i) for i in ids))))

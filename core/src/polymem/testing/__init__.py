@@ -1,9 +1,9 @@
 """The polymem conformance suite: the behaviour every store must show.
 
 Subclass `MemoryConformance` in a test module and provide an `open_store`
-fixture returning a factory `(clock, embedder, fresh=False) -> Memory | AsyncMemory`:
+fixture returning a factory `(clock, embedder, fresh=False, namespace="default") -> Memory | AsyncMemory`:
 each call opens the test's store (the same data), or with `fresh=True` a
-second, empty one.
+second, empty one; `namespace` opens another namespace of that store.
 Every test is written once and runs over sync and async stores alike (async
 calls are awaited by `call`). Backends (SQLite, PostgreSQL) and the HTTP
 client all run this same suite.
@@ -11,10 +11,10 @@ client all run this same suite.
     class TestMySQLite(MemoryConformance):
         @pytest.fixture(params=["sync", "async"])
         def open_store(self, request, tmp_path):
-            def factory(clock, embedder, fresh=False):
+            def factory(clock, embedder, fresh=False, namespace="default"):
                 opener = polymem.open if request.param == "sync" else polymem.open_async
                 name = "fresh.db" if fresh else "m.db"
-                return opener(f"sqlite:///{tmp_path}/{name}", clock=clock, embedder=embedder)
+                return opener(f"sqlite:///{tmp_path}/{name}", clock=clock, embedder=embedder, namespace=namespace)
             return factory
 """
 

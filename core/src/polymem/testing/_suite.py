@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -869,3 +870,122 @@ class MemoryConformance:
         assert (second.version, second.metadata) == (2, {"k": 1, "valid_from": moved.isoformat()})
         assert call(mem.get(first.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
             "I live in Paris"
+
+    # -- namespaces -------------------------------------------------------------------------
+    # A memory is known by (namespace, memory_id): a namespace can be cloned into another of the
+    # same store, and nothing one namespace answers tells whether an id or a key exists in another.
+    @pytest.fixture
+    def other(self, open_store: Any, clock: FakeClock) -> Any:
+        """A second namespace of the test's store."""
+        store = open_store(clock, local_embedder(), namespace="team-b")
+        yield store
+        call(store.close())
+
+    @staticmethod
+    def _clone(source: Any, target: Any) -> Any:
+        buffer = io.BytesIO()
+        call(source.export_snapshot(buffer))
+        buffer.seek(0)
+        return call(target.import_snapshot(buffer))
+
+    def test_importing_a_snapshot_into_a_second_namespace_imports_every_memory(
+            self, mem: Any, other: Any, clock: FakeClock) -> None:
+        self._fill(mem, clock)
+        report = self._clone(mem, other)
+        source = call(mem.list(limit=100))
+        assert (report.imported, report.duplicates, report.sessions) == (len(source), 0, 1)
+        for rec in source:
+            assert call(other.get(rec.memory_id)) == rec.replace(namespace="team-b")
+            assert [v.replace(namespace=rec.namespace) for v in call(other.history(rec.memory_id))] == call(
+                mem.history(rec.memory_id))
+        assert call(other.recall("which colour does ann like?", user_id="ann"))[0].memory.namespace == "team-b"
+
+    def test_the_same_id_in_two_namespaces_is_two_independent_memories(
+            self, mem: Any, other: Any, clock: FakeClock) -> None:
+        rec = call(mem.save("I like blue", user_id="ann", category="preference"))
+        self._clone(mem, other)
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        assert call(other.update(rec.memory_id, content="I like black")).namespace == "team-b"
+        assert call(mem.get(rec.memory_id)) == rec
+        assert [v.content for v in call(mem.history(rec.memory_id))] == ["I like blue"]
+        assert [h.memory.content for h in call(mem.recall("colour", user_id="ann"))] == ["I like blue"]
+        call(mem.update(rec.memory_id, content="I like red"))
+        assert [v.content for v in call(other.history(rec.memory_id))] == ["I like blue", "I like black"]
+        assert call(other.delete(rec.memory_id)) is True
+        assert call(mem.get(rec.memory_id)).content == "I like red"
+        assert call(other.get(rec.memory_id, as_of=then)).content == "I like blue"
+        assert call(other.purge(rec.memory_id)) is True
+        assert call(other.get(rec.memory_id)) is None and call(other.history(rec.memory_id)) == []
+        assert [v.content for v in call(mem.history(rec.memory_id))] == ["I like blue", "I like red"]
+        assert call(mem.get(rec.memory_id, as_of=then)).content == "I like blue"
+        assert list(call(mem.vectors([rec.memory_id]))) == [rec.memory_id]
+        assert [h.memory.content for h in call(mem.recall("colour", user_id="ann"))] == ["I like red"]
+
+    def test_consolidating_one_namespace_leaves_the_clone_in_another_alone(
+            self, mem: Any, other: Any) -> None:
+        first = call(mem.save("I like blue", user_id="ann", category="preference"))
+        dup = call(mem.save("I like blue.", user_id="ann", category="preference"))
+        self._clone(mem, other)
+        assert call(other.consolidate()).merged == {first.memory_id: [dup.memory_id]}
+        assert call(mem.get(first.memory_id)) == first and call(mem.get(dup.memory_id)) == dup
+        assert call(mem.consolidate()).merged == {first.memory_id: [dup.memory_id]}
+
+    def test_a_session_of_the_same_id_in_two_namespaces_ends_into_its_own(self, mem: Any, other: Any) -> None:
+        call(other.session("s1", user_id="ann").add("user", "My name is Ann."))
+        ses = mem.session("s1", user_id="ann")
+        call(ses.add("user", "Hi! I like blue."))
+        saved = call(ses.end())
+        assert [r.content for r in saved] == ["I like blue."] and saved[0].namespace == mem.namespace
+        assert [m.content for m in call(other.session("s1", user_id="ann").messages())] == ["My name is Ann."]
+        assert call(other.list(user_id="ann")) == []
+
+    def test_an_id_of_another_namespace_answers_as_an_unknown_one(
+            self, mem: Any, other: Any, clock: FakeClock) -> None:
+        theirs = call(other.save("My PIN is 4321", user_id="bob"))
+        then = clock.advance(hours=1)
+        clock.advance(hours=1)
+        call(other.update(theirs.memory_id, content="My PIN is 9876"))
+        deleted = call(other.save("My locker is 12", user_id="bob"))
+        call(other.delete(deleted.memory_id))  # its tombstone and versions stay
+        buffer = io.BytesIO()
+        call(other.export_snapshot(buffer))  # `theirs` alone: an explicit id to write
+        snapshot = buffer.getvalue()
+
+        def answers(memory_id: str) -> dict[str, Any]:
+            probes: dict[str, Callable[[], Any]] = {
+                "get": lambda: mem.get(memory_id),
+                "get as_of": lambda: mem.get(memory_id, as_of=then),
+                "get quarantined": lambda: mem.get(memory_id, include_quarantined=True),
+                "history": lambda: mem.history(memory_id),
+                "vectors": lambda: mem.vectors([memory_id]),
+                "update": lambda: mem.update(memory_id, content="x"),
+                "update expected": lambda: mem.update(memory_id, content="x", expected_version=2),
+                "set_status": lambda: mem.set_status(memory_id, "archived"),
+                "release": lambda: mem.release(memory_id),
+                "delete": lambda: mem.delete(memory_id),
+                "purge": lambda: mem.purge(memory_id),
+                "import": lambda: mem.import_snapshot(  # last: it writes the id into this namespace
+                    io.BytesIO(snapshot.replace(theirs.memory_id.encode(), memory_id.encode()))),
+            }
+            out: dict[str, Any] = {}
+            for name, probe in probes.items():
+                try:
+                    out[name] = ("answer", call(probe()))
+                except Exception as exc:  # the answer under test: its type and message
+                    out[name] = (type(exc).__name__, str(exc).replace(memory_id, "<id>"))
+            return out
+
+        for memory_id in [theirs.memory_id, deleted.memory_id]:
+            assert answers(memory_id) == answers(str(uuid.uuid4()))
+        assert [v.content for v in call(other.history(theirs.memory_id))] == ["My PIN is 4321", "My PIN is 9876"]
+        assert call(other.get(theirs.memory_id)).status == "active"
+
+    def test_a_key_of_another_namespace_answers_as_an_unused_one(self, mem: Any, other: Any) -> None:
+        theirs = call(other.save("My PIN is 4321", user_id="bob", idempotency_key="pin"))
+        put = call(other.put("locker", "My locker is 12", user_id="bob"))
+        assert call(mem.get_by_key("pin")) is None and call(mem.get_by_key("locker")) is None
+        mine = call(mem.save("I like tea", user_id="bob", idempotency_key="pin"))
+        assert mine.content == "I like tea" and mine.namespace == mem.namespace
+        assert call(mem.put("locker", "My bike is red", user_id="bob")).version == 1
+        assert call(other.get(theirs.memory_id)) == theirs and call(other.get(put.memory_id)) == put

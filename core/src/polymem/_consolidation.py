@@ -20,7 +20,8 @@ from ._neighbours import Neighbours
 from ._protocols import ContradictionJudge, IndexableJudge
 from ._text import content_hash, terms
 
-CONSOLIDATION_STEPS = 2  # progress steps per memory: its neighbours found, then its fate decided
+CONSOLIDATION_STEPS = 3  # progress steps per memory: read, its neighbours found, its fate decided
+CONSOLIDATION_PAGE = 2000  # memories per read (a progress step: one storage call does not hold the bar)
 _EPS = 1e-4  # an index's cosine may differ from the exact one in the last bits
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, selective_terms
-from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
+from ._consolidation import CONSOLIDATION_PAGE, CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
     ContentRejectedError,
@@ -929,25 +929,31 @@ class Engine:
             yield _backend("session_delete", self.namespace, session_id)
             report.sessions_expired += 1
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield _backend("active_with_vectors", self.namespace, model_id)
-        survivors: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in rows:
-            if record.expire_at is not None and record.expire_at <= now:
-                if (yield from self._retire(record, {"archived_reason": "expired"})):
-                    report.expired.append(record.memory_id)
-            elif self.scoring.decay and self.scoring.live_score(record, now) < self.scoring.archive_below:
-                if (yield from self._retire(record, {"archived_reason": "decayed"})):
-                    report.archived.append(record.memory_id)
-            else:
-                survivors.append((record, vector))
-                continue
-            if progress:
-                progress(CONSOLIDATION_STEPS)
-        groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
-        for record, vector in survivors:
-            groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
-        for members in groups.values():
-            yield from self._consolidate_group(members, report, progress)
+        step = progress or (lambda done: None)
+        for user_id in (yield _backend("active_users", self.namespace)):
+            # one user at a time, read in pages; a consolidation scope is (user, agent, category)
+            groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+            after = None
+            while True:
+                page, after = yield _backend("active_page", self.namespace, user_id, model_id, after,
+                                             CONSOLIDATION_PAGE)
+                if page:
+                    step(len(page))
+                for record, vector in page:
+                    if record.expire_at is not None and record.expire_at <= now:
+                        if (yield from self._retire(record, {"archived_reason": "expired"})):
+                            report.expired.append(record.memory_id)
+                    elif self.scoring.decay and self.scoring.live_score(record, now) < self.scoring.archive_below:
+                        if (yield from self._retire(record, {"archived_reason": "decayed"})):
+                            report.archived.append(record.memory_id)
+                    else:
+                        groups.setdefault((record.agent_id, record.category), []).append((record, vector))
+                        continue
+                    step(CONSOLIDATION_STEPS - 1)
+                if len(page) < CONSOLIDATION_PAGE:
+                    break
+            for members in groups.values():
+                yield from self._consolidate_group(members, report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:

@@ -34,6 +34,7 @@ from ._backend import (
     Candidate,
     Changed,
     NewRecord,
+    PageCursor,
     SearchRequest,
     bm25_idf,
     selective_terms,
@@ -154,6 +155,12 @@ MIGRATIONS: builtins.list[str] = [
         blocked_by TEXT,
         PRIMARY KEY (namespace, source)
     );
+    """,
+    # 7: consolidation reads one user's active memories in keyset pages, oldest first (the scope
+    # index extended by created_at, which it replaces: every query using it uses this one alike)
+    """
+    CREATE INDEX IF NOT EXISTS memories_scope_created ON memories(namespace, user_id, status, created_at);
+    DROP INDEX IF EXISTS memories_scope;
     """,
 ]
 
@@ -1156,17 +1163,26 @@ class SQLiteBackend(Backend):
         self._bookkeeping.flush()
 
     # -- bulk ---------------------------------------------------------------------------------
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+    def active_users(self, namespace: str) -> builtins.list[str | None]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT DISTINCT user_id FROM memories WHERE namespace = ? AND status = 'active' ORDER BY user_id",
+                (namespace,))]
+
+    def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                    limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]:
+        keyset = " AND (m.created_at, m.rowid) > (?, ?)" if after is not None else ""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE m.namespace = ? AND m.status = 'active' "
-                "ORDER BY m.created_at, m.rowid", (namespace,)).fetchall()
+                f"SELECT {_RECORD_COLUMNS}, vector, created_at, rowid FROM memories m WHERE m.namespace = ? "
+                f"AND m.user_id IS ? AND m.status = 'active'{keyset} ORDER BY m.created_at, m.rowid LIMIT ?",
+                (namespace, user_id, *(after or ()), limit)).fetchall()
         out = []
         for row in rows:
-            record = _row_to_record(row[:-1])
-            vector = np.frombuffer(row[-1], dtype=np.float32) if row[-1] is not None and record.embedding_model == model_id else None
+            record = _row_to_record(row[:-3])
+            vector = np.frombuffer(row[-3], dtype=np.float32) if row[-3] is not None and record.embedding_model == model_id else None
             out.append((record, vector))
-        return out
+        return out, ((rows[-1][-2], rows[-1][-1]) if rows else None)
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
                         missing_only: bool = False) -> builtins.list[tuple[str, str]]:

@@ -933,6 +933,7 @@ class Engine:
         for user_id in (yield _backend("active_users", self.namespace)):
             # one user at a time, read in pages; a consolidation scope is (user, agent, category)
             groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+            ordered: dict[tuple[Any, ...], list[int]] = {}  # per scope, `Slots.ordered` rows (judged as read)
             after = None
             while True:
                 page, after = yield _backend("active_page", self.namespace, user_id, model_id, after,
@@ -947,13 +948,16 @@ class Engine:
                         if (yield from self._retire(record, {"archived_reason": "decayed"})):
                             report.archived.append(record.memory_id)
                     else:
-                        groups.setdefault((record.agent_id, record.category), []).append((record, vector))
+                        members = groups.setdefault((record.agent_id, record.category), [])
+                        if Slots.ordered(self.judge, record):
+                            ordered.setdefault((record.agent_id, record.category), []).append(len(members))
+                        members.append((record, vector))
                         continue
                     step(CONSOLIDATION_STEPS - 1)
                 if len(page) < CONSOLIDATION_PAGE:
                     break
-            for members in groups.values():
-                yield from self._consolidate_group(members, report, progress)
+            for key, members in groups.items():
+                yield from self._consolidate_group(members, ordered.get(key, []), report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
@@ -969,18 +973,19 @@ class Engine:
         return True
 
     def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
-                           report: ConsolidationReport, progress: Callable[[int], None] | None) -> Plan:
+                           ordered: builtins.list[int], report: ConsolidationReport,
+                           progress: Callable[[int], None] | None) -> Plan:
         """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
         the most similar older one it contradicts. Each memory is compared only with those that can
         matter (`ScopeIndex`); the outcome is that of comparing every pair."""
-        floors = Slots.floors(self.judge, [record for record, _ in members])
-        scope = ScopeIndex(members, ordered_rows=floors, progress=progress)
+        scope = ScopeIndex(members, ordered_rows=ordered, progress=progress)
         step = progress or (lambda done: None)
         kept: builtins.list[int] = []  # rows, oldest first
         kept_records: dict[int, MemoryRecord] = {}
         first_of_hash: dict[str, int] = {}
         for row in range(len(scope)):
-            keeper = first_of_hash.get(scope.hashes[row])
+            digest = content_hash(scope.records[row].content)
+            keeper = first_of_hash.get(digest)
             for other, _ in scope.close_to(row, self.scoring.merge_similarity):
                 if other in kept_records and (keeper is None or other < keeper) and \
                         same_facts(scope.records[other].content, scope.records[row].content):
@@ -988,7 +993,7 @@ class Engine:
             if keeper is None:
                 kept.append(row)
                 kept_records[row] = scope.records[row]
-                first_of_hash.setdefault(scope.hashes[row], row)
+                first_of_hash.setdefault(digest, row)
                 continue
             merged = yield from self._merge(kept_records[keeper], scope.records[row])
             if merged is not None:

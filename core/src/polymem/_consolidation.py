@@ -21,7 +21,7 @@ from ._protocols import ContradictionJudge, IndexableJudge
 from ._text import terms
 
 CONSOLIDATION_STEPS = 3  # progress steps per memory: read, its neighbours found, its fate decided
-CONSOLIDATION_PAGE = 2000  # memories per read (a progress step: one storage call does not hold the bar)
+CONSOLIDATION_PAGE = 500  # memories per read (a progress step: one storage call does not hold the bar)
 _EPS = 1e-4  # an index's cosine may differ from the exact one in the last bits
 
 

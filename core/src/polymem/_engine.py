@@ -781,9 +781,11 @@ class Engine:
                                        vector_mode=vector_mode, admit_all=admit_all)
         admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
         hits = []
-        for i, relevance in relevances.items():
+        lives, ages, factors, bonuses = (part.tolist() for part in policy.live_table(
+            [candidates[i].scored for i in relevances], now))
+        for n, (i, relevance) in enumerate(relevances.items()):
             c = candidates[i]
-            live, age_days, decay_factor, access_bonus = policy.live_parts(c.scored, now)
+            live, age_days, decay_factor, access_bonus = lives[n], ages[n], factors[n], bonuses[n]
             score = policy.blend(relevance, live)
             why: dict[str, Any] | None = None
             if explain:
@@ -940,11 +942,12 @@ class Engine:
                                              CONSOLIDATION_PAGE)
                 if page:
                     step(len(page))
-                for record, vector in page:
+                lives = self.scoring.live_table([record for record, _ in page], now)[0].tolist()
+                for (record, vector), live in zip(page, lives):
                     if record.expire_at is not None and record.expire_at <= now:
                         if (yield from self._retire(record, {"archived_reason": "expired"})):
                             report.expired.append(record.memory_id)
-                    elif self.scoring.decay and self.scoring.live_score(record, now) < self.scoring.archive_below:
+                    elif self.scoring.decay and live < self.scoring.archive_below:
                         if (yield from self._retire(record, {"archived_reason": "decayed"})):
                             report.archived.append(record.memory_id)
                     else:

@@ -20,6 +20,7 @@ _BLOCK_CELLS = 1 << 22  # similarities per block at most (~0.1 s of a core at 38
 _CHUNK = 2048  # rows per index addition or search (a progress step)
 _PROBES = 8  # cells searched per row
 _ROUNDS = 10  # k-means rounds of the index's cells
+_PER_CELL = 16  # training rows per cell (faiss's minimum; at 100,000 rows a round is 2.4 G multiply-adds)
 
 
 class _Share:
@@ -97,7 +98,7 @@ class Neighbours:
         build = _Share(progress, searched // 4, _ROUNDS + len(chunks))
         # k-means on a sample, one round per call so that each round is a progress step
         kmeans = faiss.Kmeans(dim, cells, niter=1, spherical=True, seed=1234, min_points_per_centroid=16)
-        sample = self.vectors[np.sort(np.random.default_rng(0).choice(n, min(n, cells * 32), replace=False))]
+        sample = self.vectors[np.sort(np.random.default_rng(0).choice(n, min(n, cells * _PER_CELL), replace=False))]
         centroids: np.ndarray | None = None
         for _ in range(_ROUNDS):
             kmeans.train(sample, init_centroids=centroids)

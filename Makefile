@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ADAPTERS := $(patsubst %/pyproject.toml,%,$(wildcard adapters/*/pyproject.toml))
 STAMP := $(VENV)/.installed
 
-.PHONY: install fast-path demo notebooks test test-matrix lint typecheck bench clean
+.PHONY: install fast-path demo notebooks test screenshots test-matrix lint typecheck bench clean
 
 # requirements-dev.txt pins torch (core's extras state a range); `-c` holds that pin while the
 # extras install, so this venv gets exactly that torch, the one this machine has on disk.
@@ -34,12 +34,17 @@ notebooks: install
 
 # The whole suite in .venv (every adapter at the latest versions), then each adapter alone at the
 # lowest versions of its framework, in its own .venv-matrix/<adapter>-lowest (built with uv, rebuilt
-# when compat_matrix.yaml or a pyproject changes): both ends of compat_matrix.yaml.
+# when compat_matrix.yaml or a pyproject changes): both ends of compat_matrix.yaml. The web page's
+# tests (tests/ui) drive a Chromium that scripts/browser.py finds or installs (apt, else npm).
 test: install
 	$(VENV)/bin/ruff check core/src tests scripts bench
 	$(VENV)/bin/mypy
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile
+	chromium="$$($(PY) scripts/browser.py)" && POLYMEM_CHROMIUM="$$chromium" OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile
 	$(PY) scripts/compat.py run --end lowest
+
+# The README's pictures of the web page (docs/img/ui-*.png), taken by its browser tests.
+screenshots: install
+	chromium="$$($(PY) scripts/browser.py)" && POLYMEM_CHROMIUM="$$chromium" POLYMEM_SCREENSHOTS=1 $(PY) -m pytest tests/ui -q
 
 # Every row of compat_matrix.yaml: each adapter alone at its lowest and at its latest versions.
 test-matrix: install

@@ -3,14 +3,19 @@
 Each suite's conftest.py declares `EXPECTED_FAILURES` (test name or id → reason: only tests that read a
 private attribute or compare an implementation detail) and may declare `NOT_APPLICABLE` (tests of the
 replaced package's own helpers that never build the replaced class) and `NOT_REPLACED` (tests of a class
-polymem does not replace). This hook marks the first `xfail(strict=True)`, so a listed test that starts
-passing fails the run, skips the second and deselects the third. Where the lowest supported release's
+polymem does not replace, or tests that need a service unreachable offline). This hook marks the first
+`xfail(strict=True)`, so a listed test that starts passing fails the run, and deselects the other two, so
+that no test is silently skipped: the terminal summary lists the not-applicable ones with their reasons,
+and with `POLYMEM_PEER_DESELECTED=<file>` they are written there as JSON (reason → tests) for
+`scripts/peer_tests.py`. Where the lowest supported release's
 tests differ, that release's file sits beside the latest one, suffixed with its version
 (`test_x_0_5_4.py`), and the suite's conftest sets `collect_ignore` by the installed version.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -34,9 +39,13 @@ def _listed(item: pytest.Item, listing: dict[str, str]) -> str | None:
     return next((listing[name] for name in names if name in listing), None)
 
 
+NOT_APPLICABLE_KEY = pytest.StashKey[dict[str, list[str]]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     suites = _suite_lists(config)
     kept, dropped = [], []
+    not_applicable_by_reason: dict[str, list[str]] = {}
     for item in items:
         lists = suites.get(item.path.parent)
         if lists is None:
@@ -45,12 +54,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         expected, not_applicable, not_replaced = lists
         if _listed(item, not_replaced) is not None:
             dropped.append(item)
-            continue
-        if (reason := _listed(item, expected)) is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
         elif (reason := _listed(item, not_applicable)) is not None:
-            item.add_marker(pytest.mark.skip(reason=f"not applicable: {reason}"))
-        kept.append(item)
+            not_applicable_by_reason.setdefault(reason, []).append(item.nodeid)
+            dropped.append(item)
+        else:
+            if (reason := _listed(item, expected)) is not None:
+                item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+            kept.append(item)
+    config.stash[NOT_APPLICABLE_KEY] = not_applicable_by_reason
+    if target := os.environ.get("POLYMEM_PEER_DESELECTED"):
+        Path(target).write_text(json.dumps(
+            {reason: [nodeid.rsplit("::", 1)[-1] for nodeid in tests]
+             for reason, tests in not_applicable_by_reason.items()}))
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    by_reason = config.stash.get(NOT_APPLICABLE_KEY, {})
+    if by_reason:
+        terminalreporter.section("peer tests deselected as not applicable")
+        for reason, tests in by_reason.items():
+            terminalreporter.write_line(f"{len(tests)}: {reason}")
+            for nodeid in tests:
+                terminalreporter.write_line(f"    {nodeid}")

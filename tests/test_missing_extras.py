@@ -85,6 +85,19 @@ def test_a_missing_extra_names_the_pip_line(extra: str, tmp_path: Path) -> None:
     assert f"pip install polymem[{extra}]" in out, out
 
 
+def test_without_jinja2_the_web_page_names_the_extra_and_the_api_still_serves(tmp_path: Path) -> None:
+    code = """
+        from starlette.testclient import TestClient
+        from polymem.server import Service, create_app
+        with TestClient(create_app(Service("memory://", embedder=None))) as http:
+            page = http.get("/ui/memories")
+            print(page.status_code, page.text, "| health", http.get("/healthz").status_code)
+    """
+    out = run_without("jinja2", code, tmp_path)
+    assert "501 polymem's web page is not available" in out and "pip install polymem[server]" in out, out
+    assert "health 200" in out, out
+
+
 def test_an_unknown_url_scheme_fails_before_any_model_loads(tmp_path: Path) -> None:
     code = """
         try:

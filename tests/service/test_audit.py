@@ -270,3 +270,31 @@ def test_the_key_comes_from_the_environment_and_another_key_fails_every_mac(tmp_
     monkeypatch.setenv("POLYMEM_AUDIT_KEY_FILE", str(tmp_path / "absent.key"))
     with pytest.raises(InvalidInput, match="does not exist"):
         AuditLog(db)
+
+
+async def test_the_audit_log_operation_lists_the_namespaces_entries_newest_first_with_the_chains_verification(
+        deploy: Any) -> None:
+    d = deploy()
+    rec, _ = await _life(d)
+    other = d.client(token=d.token("team", ("read", "write")))
+    await other.save("Team lunch is on Friday", user_id="bob")
+    log = await d.client().audit_log()
+    assert [e["action"] for e in log["entries"]] == ["delete", "update", "recall", "save"]
+    assert log["verification"]["ok"] and log["verification"]["entries"] == 5
+    recalls = await d.client().audit_log(action="recall", memory_id=rec.memory_id)
+    assert [e["refs"] for e in recalls["entries"]] == [[rec.memory_id]]
+    older = await d.client().audit_log(before=log["entries"][1]["seq"], limit=1)
+    assert [e["action"] for e in older["entries"]] == ["recall"]
+
+
+async def test_the_audit_log_operation_reports_a_tampered_chain_and_needs_admin(deploy: Any) -> None:
+    import polymem
+
+    d = deploy()
+    await _life(d)
+    with d.service.db.write() as conn:
+        conn.execute("UPDATE audit SET actor = 'someone-else' WHERE seq = 2")
+    verification = (await d.client().audit_log())["verification"]
+    assert not verification["ok"] and verification["problems"][0]["seq"] == 2
+    with pytest.raises(polymem.PermissionDeniedError):
+        await d.client(token=d.token()).audit_log()

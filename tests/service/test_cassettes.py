@@ -86,6 +86,8 @@ def exercise(mem: Any, bad_token_mem: Any) -> list[tuple[str, Any]]:
     explained = mem.recall("blue", user_id="ann", top_k=1, explain=True)
     seen.append(("explain", explained[0].explanation["relevance"]["mode"]))
     seen.append(("audit_replay", [m["state"] for m in mem.audit_replay(RECALL_ENTRY)["memories"]]))
+    audit = mem.audit_log(action="recall", limit=1)
+    seen.append(("audit_log", ([e["seq"] for e in audit["entries"]], audit["verification"]["ok"])))
     seen.append(("get", mem.get(blue.memory_id) is not None))
     seen.append(("get-as-of", mem.get(blue.memory_id, as_of=datetime(2025, 1, 1, tzinfo=timezone.utc))))
     seen.append(("get-missing", mem.get("00000000-0000-4000-8000-000000000000")))

@@ -568,9 +568,3 @@ class AsyncBackend(AsyncRecordStore, AsyncSessionStore):
 
 AnyRecordStore = RecordStore | AsyncRecordStore
 AnySessionStore = SessionStore | AsyncSessionStore
-
-# The names each contract owns: the local transport sends a step to the store that owns its name.
-SESSION_OPERATIONS = frozenset({
-    "session_touch", "session_info", "session_list", "session_append", "session_messages", "session_evict",
-    "session_forget", "session_set_summary", "session_delete", "sessions_expired", "export_sessions",
-    "import_sessions"})

@@ -63,14 +63,35 @@ from ._models import (
 from ._protocols import ContradictionJudge, Embedder, Extractor, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._storage import (
+    ActivePage,
+    ActiveUsers,
     Batch,
+    BlockedSources,
+    BlockSource,
+    CountForeignVectors,
+    DeleteRecord,
+    DocumentFrequencies,
+    GetByKeys,
+    GetRecords,
     Insert,
     ListRecords,
+    PendingReembed,
+    PurgeRecord,
+    ReadVectors,
+    RecordHistory,
+    RecordsAsOf,
+    Reinforce,
+    Search,
     SessionAppend,
     SessionDelete,
     SessionEvict,
+    SessionForget,
+    SessionLookup,
+    SessionMessages,
     SessionSetSummary,
+    SessionsExpired,
     SessionTouch,
+    SetVectors,
     StorageOp,
     Update,
 )
@@ -82,7 +103,7 @@ log = logging.getLogger("polymem")
 
 @dataclass(frozen=True)
 class Op:
-    """One step of a plan: `target` is "backend", "embed" or "call"."""
+    """A step of a plan that is not storage: `target` is "embed" or "call"."""
 
     target: str
     name: str
@@ -112,10 +133,6 @@ def _field_value(record: MemoryRecord, path: tuple[str, ...]) -> Any:
             return _MISSING
         value = value[key]
     return _MISSING if value is None else value
-
-
-def _backend(name: str, *args: Any, **kwargs: Any) -> Op:
-    return Op("backend", name, args, kwargs)
 
 
 def _call(func: Callable[..., Any], *args: Any) -> Op:
@@ -350,7 +367,7 @@ class Engine:
             raise InvalidInput("give one vector per memory")
         foreign: set[str] = set()
         for key in dict.fromkeys(i.idempotency_key for i in items if i.idempotency_key is not None):
-            holder = yield _backend("get_by_keys", self.namespace, [key])
+            holder = yield GetByKeys(self.namespace, [key])
             if holder and holder[0].user_id != user_id:
                 foreign.add(key)
         if foreign:  # another user's key is unused for this user: saved without it, that memory untouched
@@ -423,7 +440,7 @@ class Engine:
     def _screen_update(self, memory_id: str, changes: dict[str, Any]) -> Plan:
         """The write filter on an update: new content is screened as its memory's source wrote it;
         the filter's own metadata keys stay as stored (only `release` clears them)."""
-        found = yield _backend("get", self.namespace, [memory_id])
+        found = yield GetRecords(self.namespace, [memory_id])
         if not found:
             raise NotFoundError(f"no memory {memory_id!r}")
         current: MemoryRecord = found[0]
@@ -438,7 +455,7 @@ class Engine:
                     changes["status"] = "blocked"
 
     def _blocked(self) -> Plan:
-        return (yield _backend("blocked_sources", self.namespace))
+        return (yield BlockedSources(self.namespace))
 
     def _visible(self, records: Sequence[MemoryRecord], include_quarantined: Any, *, classify: bool = True) -> Plan:
         """`records` less what the read guard withholds (all of them with `include_quarantined`)."""
@@ -453,13 +470,13 @@ class Engine:
         self._label(source, "source")
         if reason is not None:
             self._label(reason, "reason")
-        changed = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), True)
+        changed = yield BlockSource(self.namespace, source, reason, None, self.clock(), True)
         hidden = yield ListRecords(self.namespace, None, None, None, {"source": source}, None, 10_000, 0)
         return {"source": source, "blocked": True, "memories_hidden": len(hidden), "was_blocked": not changed}
 
     def unblock_source(self, source: str, *, reason: str | None = None) -> Plan:
         self._label(source, "source")
-        was = yield _backend("block_source", self.namespace, source, reason, None, self.clock(), False)
+        was = yield BlockSource(self.namespace, source, reason, None, self.clock(), False)
         return {"source": source, "blocked": False, "was_blocked": was}
 
     def blocked_sources(self) -> Plan:
@@ -478,10 +495,10 @@ class Engine:
     def get(self, memory_id: str, as_of: datetime | None = None, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
         if as_of is not None:
-            past = yield _backend("as_of", self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
+            past = yield RecordsAsOf(self.namespace, require_aware(as_of, "as_of"), None, [memory_id], None)
             found = [record for record, _ in past]
         else:
-            found = yield _backend("get", self.namespace, [memory_id])
+            found = yield GetRecords(self.namespace, [memory_id])
         found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
@@ -492,7 +509,7 @@ class Engine:
         stored), newest first; with `valid_at`, each in its version that held in the world then.
         The filter applies to those versions, by the same SQL as today's reads: evaluated in an
         in-memory SQLite table holding them."""
-        rows = yield _backend("as_of", self.namespace, as_of, user_id, None, model_id)
+        rows = yield RecordsAsOf(self.namespace, as_of, user_id, None, model_id)
         if valid_at is not None:
             rows = yield from self._valid_at(rows, valid_at, as_of)
         kept = [(r, v) for r, v in rows
@@ -514,7 +531,7 @@ class Engine:
         out = []
         for record, vector in rows:
             if valid_from(record) > at:
-                versions = yield _backend("history", self.namespace, record.memory_id)
+                versions = yield RecordHistory(self.namespace, record.memory_id)
                 earlier = [v for v in versions if v.updated_at <= known_at and valid_from(v) <= at]
                 if not earlier:
                     continue
@@ -569,7 +586,7 @@ class Engine:
 
     def get_by_key(self, key: str, *, include_quarantined: bool = False) -> Plan:
         self._label(key, "key")
-        found = yield _backend("get_by_keys", self.namespace, [key])
+        found = yield GetByKeys(self.namespace, [key])
         found = yield from self._visible(found, include_quarantined)
         return found[0] if found else None
 
@@ -582,7 +599,7 @@ class Engine:
             raise InvalidInput(f"key {key!r} names a memory of another user")
         if current is not None and (current.status != "active" or (
                 current.expire_at is not None and current.expire_at <= self.clock())):
-            yield _backend("delete", self.namespace, current.memory_id, self.clock())  # its key frees for the new one
+            yield DeleteRecord(self.namespace, current.memory_id, self.clock())  # its key frees for the new one
             current = None
         if current is None:
             return (yield from self.save(content, user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -638,7 +655,7 @@ class Engine:
         now = self.clock() if as_of is None else require_aware(as_of, "as_of")
         model_id = self.embedder.model_id if self.embedder else None
         if self.embedder is not None and as_of is None and \
-                (yield _backend("count_foreign_vectors", self.namespace, model_id)):
+                (yield CountForeignVectors(self.namespace, model_id)):
             yield from self._embed_missing()
         if self.embedder is not None:
             raw = [query_vector] if query_vector is not None else (yield embed_op([query]))
@@ -654,7 +671,7 @@ class Engine:
         if now_only:
             request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
                                     terms_of_query, now, max(CANDIDATES, top_k))
-            candidates = yield _backend("search", request)
+            candidates = yield Search(request)
         else:
             candidates = yield from self._past_candidates(now, vector, terms_of_query, user_id, agent_id, category,
                                                           filter, valid_at)
@@ -668,7 +685,7 @@ class Engine:
         hits = hits[:top_k]
         missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
         if missing:
-            records = {r.memory_id: r for r in (yield _backend("get", self.namespace, missing))}
+            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, missing))}
             hits = [h if not isinstance(h.memory, Candidate) else
                     RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score,
                               h.explanation)
@@ -682,7 +699,7 @@ class Engine:
             yield from self._explain_terms(hits, terms_of_query, with_vector=vector is not None)
         if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
-            yield _backend("reinforce", self.namespace, bonuses, now)
+            yield Reinforce(self.namespace, bonuses, now)
         return RecallResult(hits, withheld_summary(withheld))
 
     def _embed_missing(self) -> Plan:
@@ -690,13 +707,13 @@ class Engine:
         say once that memories of another model are found by their text alone."""
         assert self.embedder is not None
         model_id = self.embedder.model_id
-        rows = yield _backend("pending_reembed", self.namespace, model_id, LAZY_EMBED_BATCH, missing_only=True)
+        rows = yield PendingReembed(self.namespace, model_id, LAZY_EMBED_BATCH, missing_only=True)
         if rows:
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
+            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], model_id)
         if len(rows) < LAZY_EMBED_BATCH and not self._told_foreign:
-            left = yield _backend("count_foreign_vectors", self.namespace, model_id)
+            left = yield CountForeignVectors(self.namespace, model_id)
             if left:
                 self._told_foreign = True
                 log.warning("polymem: %d memories in namespace %r have vectors of another model than %r; recall "
@@ -741,10 +758,10 @@ class Engine:
         query = as_matrix([vector], self.embedder.dimension)[0]
         request = SearchRequest(self.namespace, user_id, agent_id, category, filter, query, self.embedder.model_id,
                                 (), self.clock(), top_k)
-        candidates = [c for c in (yield _backend("search", request)) if c.similarity is not None]
+        candidates = [c for c in (yield Search(request)) if c.similarity is not None]
         candidates.sort(key=lambda c: -(c.similarity or 0.0))
         candidates = candidates[:top_k]
-        records = {r.memory_id: r for r in (yield _backend("get", self.namespace, [c.id for c in candidates]))}
+        records = {r.memory_id: r for r in (yield GetRecords(self.namespace, [c.id for c in candidates]))}
         pairs = [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
         withheld = {r.memory_id: reasons for r, _ in pairs if (reasons := self.guard.reasons(r, blocked))}
         return NearestResult([(r, s) for r, s in pairs if r.memory_id not in withheld], withheld_summary(withheld))
@@ -754,9 +771,9 @@ class Engine:
             return {}
         ids = builtins.list(memory_ids)
         if include_quarantined is not True:  # only the vectors of memories this read may return
-            ids = [r.memory_id for r in (yield from self._visible((yield _backend("get", self.namespace, ids)),
+            ids = [r.memory_id for r in (yield from self._visible((yield GetRecords(self.namespace, ids)),
                                                                    include_quarantined))]
-        found = yield _backend("vectors", self.namespace, ids, self.embedder.model_id)
+        found = yield ReadVectors(self.namespace, ids, self.embedder.model_id)
         return {k: [float(x) for x in v] for k, v in found.items()}
 
     def _unmatched(self, hits: Sequence[RecallHit], top_k: int, now: datetime, user_id: str | None,
@@ -813,7 +830,7 @@ class Engine:
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
         """Complete the hits' explanations with what needs the records: the source's base score,
         trust marks, and the query terms each memory holds, weighted as the full-text search weighs them."""
-        rows, docs = yield _backend("document_frequencies", self.namespace, builtins.list(dict.fromkeys(query)))
+        rows, docs = yield DocumentFrequencies(self.namespace, builtins.list(dict.fromkeys(query)))
         searched = set(selective_terms(query, docs, rows, with_vector=with_vector))
         for hit in hits:
             if hit.explanation is None:  # a memory that filled a recall up to top_k matched nothing
@@ -867,15 +884,15 @@ class Engine:
 
     def delete(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
-        return (yield _backend("delete", self.namespace, memory_id, self.clock()))
+        return (yield DeleteRecord(self.namespace, memory_id, self.clock()))
 
     def purge(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")
-        return (yield _backend("purge", self.namespace, memory_id))
+        return (yield PurgeRecord(self.namespace, memory_id))
 
     def history(self, memory_id: str, *, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
-        versions = yield _backend("history", self.namespace, memory_id)
+        versions = yield RecordHistory(self.namespace, memory_id)
         # The guard judges a memory by its latest version (a deleted memory keeps its versions).
         latest = yield from self._visible(versions[-1:], include_quarantined)
         return versions if latest else []
@@ -912,12 +929,12 @@ class Engine:
             raise InvalidInput("the store has no embedder; open it with one to re-embed")
         done = 0
         while True:
-            rows = yield _backend("pending_reembed", self.namespace, self.embedder.model_id, batch)
+            rows = yield PendingReembed(self.namespace, self.embedder.model_id, batch)
             if not rows:
                 return done
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
-            yield _backend("set_vectors", [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
+            yield SetVectors([(mid, matrix[i]) for i, (mid, _) in enumerate(rows)], self.embedder.model_id)
             done += len(rows)
             if progress:
                 progress(len(rows))
@@ -927,19 +944,18 @@ class Engine:
         """Expire, archive what decayed, merge near-duplicates, supersede contradictions."""
         now = self.clock()
         report = ConsolidationReport()
-        for session_id in (yield _backend("sessions_expired", self.namespace, now)):
-            yield _backend("session_delete", self.namespace, session_id)
+        for session_id in (yield SessionsExpired(self.namespace, now)):
+            yield SessionDelete(self.namespace, session_id)
             report.sessions_expired += 1
         model_id = self.embedder.model_id if self.embedder else None
         step = progress or (lambda done: None)
-        for user_id in (yield _backend("active_users", self.namespace)):
+        for user_id in (yield ActiveUsers(self.namespace)):
             # one user at a time, read in pages; a consolidation scope is (user, agent, category)
             groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
             ordered: dict[tuple[Any, ...], list[int]] = {}  # per scope, `Slots.ordered` rows (judged as read)
             after = None
             while True:
-                page, after = yield _backend("active_page", self.namespace, user_id, model_id, after,
-                                             CONSOLIDATION_PAGE)
+                page, after = yield ActivePage(self.namespace, user_id, model_id, after, CONSOLIDATION_PAGE)
                 if page:
                     step(len(page))
                 lives = self.scoring.live_table([record for record, _ in page], now)[0].tolist()
@@ -1068,11 +1084,11 @@ class Engine:
         """The session's info, after dropping it if its TTL ran out. A session belongs to the user
         who opened it: a handle of another user gets SessionOwnerError (a handle without a user,
         or a session opened without one, has no owner to check)."""
-        info: SessionInfo | None = yield _backend("session_info", self.namespace, spec.session_id)
+        info: SessionInfo | None = yield SessionLookup(self.namespace, spec.session_id)
         if info is not None and spec.user_id is not None and info.user_id is not None and info.user_id != spec.user_id:
             raise SessionOwnerError(f"session {spec.session_id!r} belongs to another user, not {spec.user_id!r}")
         if info is not None and info.expire_at is not None and info.expire_at <= self.clock():
-            yield _backend("session_delete", self.namespace, spec.session_id)
+            yield SessionDelete(self.namespace, spec.session_id)
             return None
         return info
 
@@ -1109,7 +1125,7 @@ class Engine:
                     added: builtins.list[tuple[Message, int]]) -> Plan:
         """The writes (summary, eviction) that bring the window with `added` under `max_tokens`."""
         assert spec.max_tokens is not None
-        stored = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        stored = yield SessionMessages(self.namespace, spec.session_id, True)
         window = [*stored, *added]
         summary = info.summary if info else None
         total = sum(t for _, t in window) + (self.token_counter(summary) if summary else 0)
@@ -1139,7 +1155,7 @@ class Engine:
         info = yield from self._live_session(spec)
         if info is None:
             return []
-        rows = yield _backend("session_messages", self.namespace, spec.session_id, window_only)
+        rows = yield SessionMessages(self.namespace, spec.session_id, window_only)
         messages = [m for m, _ in rows]
         if window_only and info.summary:
             messages.insert(0, Message(role="system", content=info.summary, metadata={"polymem_summary": True},
@@ -1153,21 +1169,21 @@ class Engine:
     def session_forget(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
         ids = _ids(message_ids)
         yield from self._live_session(spec)
-        return (yield _backend("session_forget", self.namespace, spec.session_id, ids))
+        return (yield SessionForget(self.namespace, spec.session_id, ids))
 
     def session_evict(self, spec: SessionSpec, message_ids: Sequence[str]) -> Plan:
         ids = _ids(message_ids)
         yield from self._live_session(spec)
-        return (yield _backend("session_evict", self.namespace, spec.session_id, ids))
+        return (yield SessionEvict(self.namespace, spec.session_id, ids))
 
     def session_delete(self, spec: SessionSpec) -> Plan:
         yield from self._live_session(spec)
-        return (yield _backend("session_delete", self.namespace, spec.session_id))
+        return (yield SessionDelete(self.namespace, spec.session_id))
 
     def session_replace(self, spec: SessionSpec, messages: Sequence[Message]) -> Plan:
         messages = [_as_message(m) for m in _sequence(messages, "messages")]
         yield from self._live_session(spec)
-        current = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        current = yield SessionMessages(self.namespace, spec.session_id, True)
         keep_ids = {m.message_id for m in messages}
         stored_ids = {m.message_id for m, _ in current}
         current_order = [m.message_id for m, _ in current]
@@ -1181,7 +1197,7 @@ class Engine:
         else:  # order changed: retire the whole window and append the new one
             evict = current_order
             fresh = [m.replace(message_id=new_id()) if m.message_id in stored_ids else m for m in messages]
-        yield _backend("session_evict", self.namespace, spec.session_id, evict)
+        yield SessionEvict(self.namespace, spec.session_id, evict)
         if fresh:
             yield from self.session_add(spec, fresh)
         else:
@@ -1190,7 +1206,7 @@ class Engine:
 
     def session_clear(self, spec: SessionSpec) -> Plan:
         yield from self._live_session(spec)
-        rows = yield _backend("session_messages", self.namespace, spec.session_id, True)
+        rows = yield SessionMessages(self.namespace, spec.session_id, True)
         yield Batch(SessionEvict(self.namespace, spec.session_id, [m.message_id for m, _ in rows]),
                     SessionSetSummary(self.namespace, spec.session_id, None))
 

@@ -18,7 +18,6 @@ from typing import Any, TypeVar, cast
 
 from . import operations as ops
 from ._backend import (
-    SESSION_OPERATIONS,
     AnyRecordStore,
     AnySessionStore,
     AsyncRecordStore,
@@ -27,13 +26,13 @@ from ._backend import (
     RecordStore,
     SessionStore,
 )
-from ._engine import Engine, Op, Plan, SessionSpec, Step, _backend, check_label
+from ._engine import Engine, Op, Plan, SessionSpec, Step, check_label
 from ._errors import NotSupportedError, StoreClosedError
 from ._models import ImportReport
 from ._plan import adrive, drive
 from ._protocols import Embedder
 from ._snapshot import export_plan, import_plan
-from ._storage import Batch, StorageOp
+from ._storage import Batch, Flush, ImportRows, SessionList, Stats, StorageOp
 
 R = TypeVar("R")
 
@@ -45,7 +44,7 @@ def engine_spec(spec: ops.SessionSpec) -> SessionSpec:
                        spec.keep_last)
 
 
-def _single(op: Op) -> Plan:
+def _single(op: Step) -> Plan:
     return (yield op)
 
 
@@ -75,9 +74,9 @@ _PLANS: dict[type[ops.Operation[Any]], Callable[[Engine, Any], Plan]] = {
     ops.ExportSnapshot: lambda engine, op: export_plan(engine, op.target, op.user_id, op.progress,
                                                        op.include_quarantined),
     ops.ImportSnapshot: lambda engine, op: import_plan(engine, op.source, op.progress),
-    ops.Stats: lambda engine, op: _single(_backend("stats", engine.namespace)),
-    ops.Flush: lambda engine, op: _single(_backend("flush")),
-    ops.Sessions: lambda engine, op: _single(_backend("session_list", engine.namespace,
+    ops.Stats: lambda engine, op: _single(Stats(engine.namespace)),
+    ops.Flush: lambda engine, op: _single(Flush()),
+    ops.Sessions: lambda engine, op: _single(SessionList(engine.namespace,
                                                       check_label(op.user_id, "user_id", optional=True))),
 }
 
@@ -161,21 +160,21 @@ class LocalTransport:
     def _target(self, op: Op, asynchronous: bool = False) -> Callable[..., Any]:
         if self._closed:
             raise StoreClosedError("the store is closed")
-        if op.target == "backend":
-            if self.split and op.name == "import_rows":
-                return self._asplit_import_rows if asynchronous else self._split_import_rows
-            if self.split and op.name == "stats":
-                return self._split_stats
-            store = self.sessions if op.name in SESSION_OPERATIONS else self.records
-            return cast(Callable[..., Any], getattr(store, op.name))
         if op.target == "embed":
             assert self.engine.embedder is not None
             return self.engine.embedder.embed
         assert op.func is not None
         return op.func
 
-    # Steps whose work spans both stores when the sessions live apart (not one transaction:
-    # the records are imported first, then the sessions).
+    def _spanning(self, op: StorageOp, asynchronous: bool = False) -> Callable[..., Any] | None:
+        """The step that does `op` when its work spans both stores (the sessions living apart)."""
+        if not self.split:
+            return None
+        if isinstance(op, ImportRows):
+            return self._asplit_import_rows if asynchronous else self._split_import_rows
+        return self._split_stats if isinstance(op, Stats) else None
+
+    # Not one transaction: the records are imported first, then the sessions.
     def _split_import_rows(self, namespace: str, rows: Sequence[dict[str, Any]],
                            sessions: Sequence[dict[str, Any]], now: datetime) -> ImportReport:
         records, store = cast(RecordStore, self.records), cast(SessionStore, self.sessions)
@@ -226,13 +225,17 @@ class LocalTransport:
         if isinstance(op, Batch):
             return self._merge(op, [(part, store.apply(part)) for store, part in self._parts(op)])
         if isinstance(op, StorageOp):
-            return op.run(self._store(op))
+            spanning = self._spanning(op)
+            return spanning(*op.args()) if spanning is not None else op.run(self._store(op))
         return self._target(op)(*op.args, **op.kwargs)
 
     async def _astep(self, op: Step) -> Any:
         if isinstance(op, Batch):
             return self._merge(op, [(part, await _arun(store, store.apply, part)) for store, part in self._parts(op)])
         if isinstance(op, StorageOp):  # a coroutine method is awaited here, a plain one runs in a thread
+            if (spanning := self._spanning(op, asynchronous=True)) is not None:
+                result = spanning(*op.args())
+                return await result if inspect.isawaitable(result) else result
             store = self._store(op)
             if inspect.iscoroutinefunction(getattr(store, op.method)):
                 return await op.run(store)

@@ -259,6 +259,7 @@ class Memory(_Store):
     blocked_sources = SyncOperation(ops.BlockedSources)
     release = SyncOperation(ops.Release)
     audit_replay = SyncOperation(ops.AuditReplay)
+    audit_log = SyncOperation(ops.AuditEntries)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",
@@ -329,6 +330,7 @@ class AsyncMemory(_Store):
     blocked_sources = AsyncOperation(ops.BlockedSources)
     release = AsyncOperation(ops.Release)
     audit_replay = AsyncOperation(ops.AuditReplay)
+    audit_log = AsyncOperation(ops.AuditEntries)
 
     def session(self, session_id: str, *, user_id: str | None, agent_id: str | None = None,
                 max_tokens: int | None = 4096, ttl: timedelta | float | None = None, overflow: str = "drop",

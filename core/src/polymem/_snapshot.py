@@ -21,10 +21,11 @@ from typing import IO, Any
 import numpy as np
 
 from ._embedders import as_matrix
-from ._engine import Engine, Plan, _backend, _sequence, check_label, embed_op
+from ._engine import Engine, Plan, _sequence, check_label, embed_op
 from ._errors import ContentRejectedError, InvalidInput, PolymemError, SnapshotError, SourceBlockedError
 from ._guard import clean_metadata, flag_metadata
 from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
+from ._storage import BlockedSources, ExportPage, ExportSessions, Flush, ImportRows
 from ._text import content_hash, terms
 from ._time import from_iso, to_iso
 
@@ -45,11 +46,11 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
     """Write the snapshot; what the read guard withholds stays out unless `include_quarantined`."""
     check_label(user_id, "user_id", optional=True)
     yield from engine._visible([], include_quarantined)  # checks the argument
-    blocked = {} if include_quarantined else (yield _backend("blocked_sources", engine.namespace))
+    blocked = {} if include_quarantined else (yield BlockedSources(engine.namespace))
     stream, owned = _open_binary(target, "w")
     try:
-        yield _backend("flush")
-        page = yield _backend("export_page", engine.namespace, user_id, 0, 500)
+        yield Flush()
+        page = yield ExportPage(engine.namespace, user_id, 0, 500)
         model, dimension = _vector_model(engine, page)
         header = {"format": FORMAT, "version": VERSION, "created_at": to_iso(engine.clock()),
                   "namespace": engine.namespace, "embedding_model": model, "dimension": dimension}
@@ -66,8 +67,8 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
             count += written
             if progress:
                 progress(len(page))
-            page = yield _backend("export_page", engine.namespace, user_id, after, 500)
-        sessions = yield _backend("export_sessions", engine.namespace, user_id)
+            page = yield ExportPage(engine.namespace, user_id, after, 500)
+        sessions = yield ExportSessions(engine.namespace, user_id)
         for session in sessions:
             stream.write(_line({"type": "session", **session}))
         stream.write(_line({"type": "end", "memories": count, "sessions": len(sessions)}))
@@ -214,7 +215,7 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
     needs_embedding = []
     rows = []
     skipped: list[tuple[str, str]] = []
-    blocked = yield _backend("blocked_sources", engine.namespace)
+    blocked = yield BlockedSources(engine.namespace)
     for item in memories:
         # The file's word on trust is not believed: its flags go, and the filter judges anew.
         record: MemoryRecord = item["record"]
@@ -250,7 +251,7 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
         reembedded += len(chunk)
         if progress:
             progress(len(chunk))
-    report: ImportReport = yield _backend("import_rows", engine.namespace, rows, sessions, engine.clock())
+    report: ImportReport = yield ImportRows(engine.namespace, rows, sessions, engine.clock())
     report.reembedded = reembedded
     report.skipped.extend(skipped)
     if progress:

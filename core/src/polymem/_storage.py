@@ -1,9 +1,10 @@
 """Storage operations as typed values, and batches of them that a store applies as one transaction.
 
-The engine's plans yield these (beside `Op`s for the steps not converted yet); the local
-transport hands each to the store whose contract owns it (`RecordStore` or `SessionStore`).
-A value's fields are in the order of the store method's parameters today, so a store that
-drives positional plans (PostgreSQL's `Plans`, Redis's `RedisPlans`) unpacks it with `args()`.
+Every read and write the engine's plans make of a store is one of these values (the plans'
+other steps are embeddings and plug-in calls); the local transport hands each to the store whose
+contract owns it (`RecordStore` or `SessionStore`). A value's fields are in the order of the store
+method's parameters, so a store method or a positional plan (PostgreSQL's `Plans`, Redis's
+`RedisPlans`) takes it unpacked with `args()`, unless the method takes the value itself.
 
 `Batch(ops)` is applied all-or-nothing by the store that owns its operations: SQLite in one
 `BEGIN IMMEDIATE` transaction, PostgreSQL (sync and async) in one transaction (rerun whole on a
@@ -20,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._backend import NewRecord
+from ._backend import NewRecord, SearchRequest
 from ._models import Message
 
 
@@ -85,6 +86,230 @@ class Update(StorageOp):
     terms: Sequence[str] | None = None
 
 
+@dataclass(frozen=True)
+class GetRecords(StorageOp):
+    """The current versions of these memories (missing ones left out)."""
+
+    method: ClassVar[str] = "get"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    memory_ids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class GetByKeys(StorageOp):
+    """The records saved with these idempotency keys, whatever their status."""
+
+    method: ClassVar[str] = "get_by_keys"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    keys: Sequence[str]
+
+
+@dataclass(frozen=True)
+class DeleteRecord(StorageOp):
+    """Take a memory out of the present, keeping its tombstone and versions (False: no such memory)."""
+
+    method: ClassVar[str] = "delete"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    memory_id: str
+    now: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PurgeRecord(StorageOp):
+    """Remove a memory, every version and its tombstone, for good."""
+
+    method: ClassVar[str] = "purge"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class RecordsAsOf(StorageOp):
+    """The memories (of one user, or these ids) as they stood at `at`, with their vectors then."""
+
+    method: ClassVar[str] = "as_of"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    at: datetime
+    user_id: str | None
+    memory_ids: Sequence[str] | None
+    model_id: str | None
+
+
+@dataclass(frozen=True)
+class RecordHistory(StorageOp):
+    """Every version of a memory, oldest first."""
+
+    method: ClassVar[str] = "history"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class Search(StorageOp):
+    """The candidates of a recall: by vector, by full text, or both."""
+
+    method: ClassVar[str] = "search"
+    takes_value: ClassVar[bool] = False
+    request: SearchRequest
+
+
+@dataclass(frozen=True)
+class DocumentFrequencies(StorageOp):
+    """(memories in the full-text index, how many hold each term)."""
+
+    method: ClassVar[str] = "document_frequencies"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    terms: Sequence[str]
+
+
+@dataclass(frozen=True)
+class CountForeignVectors(StorageOp):
+    """How many active memories lack a vector of `model_id`."""
+
+    method: ClassVar[str] = "count_foreign_vectors"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    model_id: str | None
+
+
+@dataclass(frozen=True)
+class BlockedSources(StorageOp):
+    """The namespace's quarantined sources."""
+
+    method: ClassVar[str] = "blocked_sources"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+
+
+@dataclass(frozen=True)
+class BlockSource(StorageOp):
+    """Quarantine a source, or lift its quarantine (`blocked=False`); True if that changed anything."""
+
+    method: ClassVar[str] = "block_source"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    source: str
+    reason: str | None
+    actor: str | None
+    now: datetime
+    blocked: bool
+
+
+@dataclass(frozen=True)
+class Reinforce(StorageOp):
+    """Record accesses, off the read path."""
+
+    method: ClassVar[str] = "reinforce"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    bonuses: Sequence[tuple[str, float]]
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Flush(StorageOp):
+    """Wait until background bookkeeping is written."""
+
+    method: ClassVar[str] = "flush"
+    takes_value: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class ActiveUsers(StorageOp):
+    """The users (None: memories without one) with active memories in the namespace."""
+
+    method: ClassVar[str] = "active_users"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ActivePage(StorageOp):
+    """Up to `limit` of one user's active memories after `after`, oldest first, with their vectors
+    of `model_id` (or None); and the cursor of the last one."""
+
+    method: ClassVar[str] = "active_page"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
+    model_id: str | None
+    after: Any
+    limit: int
+
+
+@dataclass(frozen=True)
+class PendingReembed(StorageOp):
+    """(memory_id, content) of memories without a vector of `model_id` (`missing_only`: without any)."""
+
+    method: ClassVar[str] = "pending_reembed"
+    takes_value: ClassVar[bool] = False
+    namespace: str | None
+    model_id: str
+    limit: int
+    missing_only: bool = False
+
+
+@dataclass(frozen=True)
+class SetVectors(StorageOp):
+    """Store vectors of `model_id` for these memories."""
+
+    method: ClassVar[str] = "set_vectors"
+    takes_value: ClassVar[bool] = False
+    items: Sequence[tuple[str, np.ndarray]]
+    model_id: str
+
+
+@dataclass(frozen=True)
+class ReadVectors(StorageOp):
+    """The stored vectors of `model_id` for these memories (missing ones left out)."""
+
+    method: ClassVar[str] = "vectors"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    memory_ids: Sequence[str]
+    model_id: str
+
+
+@dataclass(frozen=True)
+class ExportPage(StorageOp):
+    """A page of snapshot rows after row number `after`."""
+
+    method: ClassVar[str] = "export_page"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
+    after: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class ImportRows(StorageOp):
+    """Import snapshot rows (and sessions, when the record store holds them too)."""
+
+    method: ClassVar[str] = "import_rows"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    rows: Sequence[dict[str, Any]]
+    session_rows: Sequence[dict[str, Any]]
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Stats(StorageOp):
+    """Counts of the namespace's memories and sessions."""
+
+    method: ClassVar[str] = "stats"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+
+
 # -- sessions ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SessionTouch(StorageOp):
@@ -139,6 +364,74 @@ class SessionDelete(StorageOp):
     takes_value: ClassVar[bool] = False
     namespace: str
     session_id: str
+
+
+@dataclass(frozen=True)
+class SessionLookup(StorageOp):
+    """A session's settings and counts, or None."""
+
+    method: ClassVar[str] = "session_info"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class SessionList(StorageOp):
+    """The namespace's sessions (of one user)."""
+
+    method: ClassVar[str] = "session_list"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
+
+
+@dataclass(frozen=True)
+class SessionMessages(StorageOp):
+    """A session's messages with their token counts: the window's, or the whole transcript."""
+
+    method: ClassVar[str] = "session_messages"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    session_id: str
+    window_only: bool
+
+
+@dataclass(frozen=True)
+class SessionForget(StorageOp):
+    """Remove messages from the window and the transcript."""
+
+    method: ClassVar[str] = "session_forget"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    session_id: str
+    message_ids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class SessionsExpired(StorageOp):
+    """The ids of the sessions expired at `now`."""
+
+    method: ClassVar[str] = "sessions_expired"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    now: datetime
+
+
+@dataclass(frozen=True)
+class ExportSessions(StorageOp):
+    """The sessions of a snapshot (of one user)."""
+
+    method: ClassVar[str] = "export_sessions"
+    sessions: ClassVar[bool] = True
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
 
 
 @dataclass(frozen=True)

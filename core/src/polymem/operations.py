@@ -1084,6 +1084,58 @@ class AuditReplay(Operation[dict[str, Any]]):
     entry: Annotated[int, Field(strict=True, ge=1)] = Field(kw_only=False, description="The entry's sequence number.")
 
 
+class AuditEntryOut(BaseModel):
+    seq: int
+    at: str
+    actor: str
+    action: str
+    namespace: str | None
+    memory_id: str | None
+    refs: list[str]
+    content_sha256: str | None
+    request_id: str | None
+    detail: dict[str, Any] | None
+    prev_hash: str
+    hash: str
+
+
+class AuditProblemOut(BaseModel):
+    seq: int
+    problem: str
+
+
+class AuditVerificationOut(BaseModel):
+    ok: bool = Field(description="The whole chain re-hashed, its MACs and signed checkpoints checked: no problem.")
+    entries: int
+    head: str
+    keyed: bool = Field(description="The server holds the audit key (MACs and checkpoints were checked).")
+    checkpoints: int
+    problems: list[AuditProblemOut]
+
+
+class AuditLogOut(BaseModel):
+    entries: list[AuditEntryOut]
+    verification: AuditVerificationOut
+
+
+class AuditEntries(Operation[dict[str, Any]]):
+    """The namespace's audit entries, newest first, with the verification of the whole hash chain
+    (what `polymem audit show` and `polymem audit verify` print)."""
+
+    name = "audit_log"
+    route = "POST /v1/audit/log"
+    codec = Codec(AuditLogOut, dict, dict)
+    idempotent = True
+    permission = "admin"
+    service_only = True
+
+    memory_id: str | None = Field(default=None, description="Only entries naming this memory (recalls that returned it too).")
+    action: str | None = Field(default=None, description="Only entries of this action (save, recall, purge…).")
+    before: Annotated[int, Field(strict=True, ge=1)] | None = Field(
+        default=None, description="Only entries older than this sequence number (the next page).")
+    limit: Annotated[int, Field(strict=True, ge=1, le=1000)] = 100
+
+
 class Release(Operation[MemoryRecord]):
     """An admin reviewed a flagged memory: make it active and trusted again (audited)."""
 
@@ -1213,7 +1265,7 @@ class SessionInfoOp(SessionOperation[SessionInfo | None]):
 OPERATIONS: tuple[type[Operation[Any]], ...] = (
     Save, SaveMany, Recall, Nearest, Vectors, Get, GetByKey, ListMemories, Distinct, Put, Update, SetStatus, Delete, Purge, History, Ingest,
     Consolidate, Reembed, ExportSnapshot, ImportSnapshot, Stats, Flush, Sessions,
-    BlockSource, UnblockSource, BlockedSources, Release, AuditReplay,
+    BlockSource, UnblockSource, BlockedSources, Release, AuditReplay, AuditEntries,
     SessionAdd, SessionMessages, SessionTranscript, SessionSummary, SessionEvict, SessionForget, SessionReplace,
     SessionClear, SessionEnd, SessionDelete, SessionInfoOp,
 )

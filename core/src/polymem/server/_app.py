@@ -117,7 +117,8 @@ def _summary(op: type[Operation[Any]]) -> str:
 def _tag(op: type[Operation[Any]]) -> str:
     if issubclass(op, ops.SessionOperation) or op is ops.Sessions:
         return "sessions"
-    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release, ops.AuditReplay):
+    if op in (ops.SetStatus, ops.BlockSource, ops.UnblockSource, ops.BlockedSources, ops.Release, ops.AuditReplay,
+              ops.AuditEntries):
         return "safety"
     return "meta" if op in (ops.Stats, ops.Flush) else "memory"
 
@@ -350,12 +351,14 @@ async def _unless_gone(work: Awaitable[None], receive: Any, body_read: asyncio.E
 # -- the app ----------------------------------------------------------------------------------
 def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_bytes: int = 256 << 20,
                timeout: float = 30.0, long_timeout: float = 600.0, mcp: bool = True,
-               rate: float | None = None, burst: float = 200.0, max_embed_chars: int = MAX_EMBED_CHARS) -> FastAPI:
+               rate: float | None = None, burst: float = 200.0, max_embed_chars: int = MAX_EMBED_CHARS,
+               ui: bool = True) -> FastAPI:
     """The FastAPI app of the polymem service over `service` (with MCP at `/mcp` if `mcp` is installed).
 
     `rate`/`burst`: each token's request budget in units per second (a request costs one unit
     plus one per KiB of body; None: unlimited); `max_embed_chars`: the most text one `/v1/embed`
-    request may ask to embed (see docs/limits.md)."""
+    request may ask to embed (see docs/limits.md); `ui`: serve the web page at `/ui` (needs jinja2,
+    in the `server` extra)."""
     metrics = Metrics()
 
     mcp_endpoint = _mcp_endpoint(service) if mcp else None
@@ -370,9 +373,10 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
     app = FastAPI(title="polymem", version=__version__, lifespan=lifespan,
                   description="One memory for every agent framework. Errors are JSON bodies with a stable `code`.")
     app.state.service, app.state.metrics = service, metrics
+    limiter = None if rate is None else RateLimiter(rate, burst)
     app.add_middleware(cast(Any, Limits), service=service, metrics=metrics, max_body_bytes=max_body_bytes,
                        max_import_bytes=max_import_bytes, timeout=timeout, long_timeout=long_timeout,
-                       limiter=None if rate is None else RateLimiter(rate, burst))
+                       limiter=limiter)
     bearer = HTTPBearer(auto_error=False, description="A polymem token: `polymem token create`.")
 
     @app.exception_handler(PolymemError)
@@ -442,6 +446,8 @@ def create_app(service: Service, *, max_body_bytes: int = 1 << 20, max_import_by
         model, vectors = await service.embed(ctx, body.texts)
         return _json({"model_id": model, "vectors": vectors})
 
+    if ui:
+        _mount_ui(app, service, limiter)
     if mcp_endpoint is not None:  # MCP over streamable HTTP: the same tools as `polymem mcp`, per token
         app.add_route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     return app
@@ -459,3 +465,21 @@ def _mcp_endpoint(service: Service) -> Any:
     except ImportError:
         return None
     return McpEndpoint(service)
+
+
+def _mount_ui(app: FastAPI, service: Service, limiter: RateLimiter | None) -> None:
+    """The web page at `/ui`, on the same service and rate limiter; without jinja2, a page that
+    names the extra to install."""
+    try:
+        from .ui import router
+    except ImportError as exc:
+        from .._errors import missing_extra
+
+        missing = str(missing_extra(exc.name or "jinja2", "server"))
+
+        async def absent() -> Response:
+            return PlainTextResponse(f"polymem's web page is not available: {missing}", status_code=501)
+
+        app.add_api_route("/ui{rest:path}", absent, methods=["GET", "POST"], include_in_schema=False)
+        return
+    app.include_router(router(service, limiter))

@@ -166,14 +166,24 @@ class AuditLog:
         seq, head, at = (0, GENESIS, utc_now_iso()) if last is None else (last[0], last[1], utc_now_iso())
         return {"seq": seq, "hash": head, "at": at, "mac": None if self.key is None else _mac(self.key, seq, head, at)}
 
-    def entries(self, *, memory_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-        """Entries oldest first; with `memory_id`, those that name it (including recalls that returned it)."""
+    def entries(self, *, memory_id: str | None = None, limit: int | None = None, namespace: str | None = None,
+                action: str | None = None, before: int | None = None,
+                newest_first: bool = False) -> list[dict[str, Any]]:
+        """Entries oldest first (or newest first); with `memory_id`, those that name it (including
+        recalls that returned it); `namespace`, `action`, `before` (a sequence number) narrow them."""
         sql = f"SELECT {', '.join(_FIELDS)}, prev_hash, hash FROM audit"
+        where: list[str] = []
         params: list[Any] = []
         if memory_id is not None:
-            sql += " WHERE memory_id = ? OR instr(refs, ?) > 0"
+            where.append("(memory_id = ? OR instr(refs, ?) > 0)")
             params += [memory_id, json.dumps(memory_id)]
-        sql += " ORDER BY seq"
+        for clause, value in (("namespace = ?", namespace), ("action = ?", action), ("seq < ?", before)):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY seq DESC" if newest_first else " ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         with self.db.read() as conn:

@@ -392,6 +392,17 @@ class Service:
         histories = dict(zip(ids, await asyncio.gather(*(store.history(i) for i in ids))))
         return replay(entry, problems, histories)
 
+    async def audit_log(self, ctx: Context, op: ops.AuditEntries) -> dict[str, Any]:
+        """The namespace's audit entries, newest first, and the whole chain's verification (admin)."""
+        ctx.grant.require_admin()
+
+        def read() -> dict[str, Any]:
+            entries = self.audit.entries(namespace=ctx.namespace, memory_id=op.memory_id, action=op.action,
+                                         before=op.before, limit=op.limit, newest_first=True)
+            return {"entries": entries, "verification": self.audit.verify().to_dict()}
+
+        return await asyncio.to_thread(read)
+
     async def history(self, ctx: Context, op: ops.History) -> builtins.list[MemoryRecord]:
         ctx.grant.require("read")
         await self._quarantined_read(ctx, op)

@@ -3,10 +3,16 @@
 Builds stores of N memories (one user, and 100 users) from generated sentences
 whose vectors come from the real all-MiniLM-L6-v2 (a few thousand embedded
 once, then perturbed so every memory has its own vector), and prints a table.
-Results are appended to bench/RESULTS.md with the machine and date.
 
-    python bench/bench_core.py                 # 10k and 100k
-    python bench/bench_core.py --sizes 2000    # quick smoke run
+Then the fixed cost of a recall on other data: synthetic vectors in 200 clusters with wide noise
+(no shortlist prunes them well) and 8 random words per memory, in one user's scope; each query is
+timed alternately through polymem's recall (query vector given, no embedding) and numpy's exact
+search over the same vectors (one matrix-vector product and a partial sort), in one process.
+Results are appended to bench/RESULTS.md with the machine, the date and the load.
+
+    python bench/bench_core.py                 # 10k and 100k; synthetic 20k and 100k
+    python bench/bench_core.py --sizes 2000 --synthetic 2000   # quick smoke run
+    python bench/bench_core.py --sizes --synthetic 20000       # the synthetic table only
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,12 +63,50 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q)) * 1000
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
-    args = parser.parse_args()
+def clustered(size: int, dim: int, rng: np.random.Generator, centres: np.ndarray) -> np.ndarray:
+    """Unit vectors around `centres` with noise as wide as the centres themselves."""
+    vectors = centres[rng.integers(0, len(centres), size)] + rng.normal(0, 1 / np.sqrt(dim), (size, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def synthetic(size: int, queries: int, dim: int = 384) -> tuple[float, ...]:
+    """(polymem p50, polymem p99, numpy p50, numpy p99, polymem CPU p50, numpy CPU p50 in ms, load) of
+    one-scope recall, alternated. CPU time is the process's (every thread's): on a busy machine the
+    wall clock also counts the waits for a core."""
+    rng = np.random.default_rng(size)
+    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), int(rng.integers(4, 9)))) for _ in range(5000)]
+    centres = rng.normal(0, 1 / np.sqrt(dim), (200, dim))
+    vectors = clustered(size, dim, rng, centres)
+    asked = clustered(queries, dim, rng, centres)
+    texts = [" ".join(rng.choice(words, 8)) for _ in range(size)]
+    questions = [" ".join(rng.choice(words, 4)) for _ in range(queries)]
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = polymem.open(f"sqlite:///{Path(tmp) / 'bench.db'}", embedder=TableEmbedder("synthetic", {}, dim))
+        for start in range(0, size, 5000):
+            mem.save_many([MemoryDraft(t, category="fact") for t in texts[start:start + 5000]], user_id="u0",
+                          vectors=vectors[start:start + 5000])
+        mem.recall(questions[0], user_id="u0", query_vector=asked[0])  # load the vector cache
+        ours, exact, ours_cpu, exact_cpu = [], [], [], []
+        load = os.getloadavg()[0]
+        for question, vector in zip(questions, asked):
+            t0, c0 = time.perf_counter(), time.process_time()
+            mem.recall(question, user_id="u0", top_k=10, query_vector=vector)
+            t1, c1 = time.perf_counter(), time.process_time()
+            sims = vectors @ vector
+            top = np.argpartition(-sims, 10)[:10]
+            top[np.argsort(-sims[top])]
+            t2, c2 = time.perf_counter(), time.process_time()
+            ours.append(t1 - t0)
+            exact.append(t2 - t1)
+            ours_cpu.append(c1 - c0)
+            exact_cpu.append(c2 - c1)
+        mem.close()
+    return (percentile(ours, 50), percentile(ours, 99), percentile(exact, 50), percentile(exact, 99),
+            percentile(ours_cpu, 50), percentile(exact_cpu, 50), load)
+
+
+def real_data(sizes: list[int], queries: int) -> tuple[list[tuple[Any, ...]], str]:
+    """The rows of the main table (stores of real-embedding vectors), and the query embedder's name."""
     rng = random.Random(7)
     try:
         real = polymem.OnnxEmbedder()
@@ -70,12 +115,12 @@ def main() -> None:
         real = polymem.SentenceTransformerEmbedder()
         embed_name = "sentence-transformers (torch); run `polymem model export` for the fast path"
     model_id, dim = real.model_id, real.dimension
-    base_texts = sentences(min(3000, max(args.sizes)), rng)
+    base_texts = sentences(min(3000, max(sizes)), rng)
     base = np.array(real.embed(base_texts), dtype=np.float32)
     table = {q: np.array(v, dtype=np.float32) for q, v in zip(QUERIES, real.embed(QUERIES))}
     fast = TableEmbedder(model_id, table, dim)
     rows = []
-    for size in args.sizes:
+    for size in sizes:
         texts = sentences(size, rng)
         noise = np.random.default_rng(size).normal(0, 0.04, (size, dim)).astype(np.float32)
         vectors = base[np.arange(size) % len(base)] + noise
@@ -104,7 +149,7 @@ def main() -> None:
                 # recall, excluding the embedding
                 mem.recall(QUERIES[0], user_id="u0")  # load the vector cache
                 lat = []
-                for i in range(args.queries):
+                for i in range(queries):
                     q = QUERIES[i % len(QUERIES)]
                     t0 = time.perf_counter()
                     mem.recall(q, user_id=f"u{i % users}", top_k=10)
@@ -113,7 +158,7 @@ def main() -> None:
                 mem = polymem.open(url, embedder=real)
                 mem.recall(QUERIES[0], user_id="u0")
                 lat_e = []
-                for i in range(args.queries):
+                for i in range(queries):
                     q = QUERIES[i % len(QUERIES)] + f" {i}"
                     t0 = time.perf_counter()
                     mem.recall(q, user_id=f"u{i % users}", top_k=10)
@@ -123,11 +168,36 @@ def main() -> None:
             rows.append((size, users, save_rate, import_rate, percentile(lat, 50), percentile(lat, 99),
                          percentile(lat_e, 50), percentile(lat_e, 99), size_mb))
             print(f"done {size} x {users} users", flush=True)
+    return rows, embed_name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--synthetic", type=int, nargs="*", default=[20_000, 100_000],
+                        help="sizes of the clustered synthetic scope timed against numpy's exact search")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
+    args = parser.parse_args()
+    rows, embed_name = real_data(args.sizes, args.queries) if args.sizes else ([], "")
+    synthetic_rows = []
+    for size in args.synthetic:
+        synthetic_rows.append((size, *synthetic(size, args.queries)))
+        print(f"done synthetic {size}", flush=True)
     header = ("| memories | users | single saves/s | batched import/s | recall p50 ms | recall p99 ms "
               "| recall+embed p50 ms | recall+embed p99 ms | file MB |\n|---|---|---|---|---|---|---|---|---|")
     lines = [f"| {s:,} | {u} | {a:,.0f} | {b:,.0f} | {c:.2f} | {d:.2f} | {e:.2f} | {f:.2f} | {g:.0f} |"
              for s, u, a, b, c, d, e, f, g in rows]
-    table_text = "\n".join([header, *lines])
+    table_text = "\n".join([header, *lines]) if rows else ""
+    if synthetic_rows:
+        table_text += ("\n\nSynthetic one-user scope (200 clusters, wide noise, 8 random words a memory), "
+                       "alternating polymem recall (query vector given) and numpy exact search; load is the "
+                       "1-minute load average when the queries started.\n\n"
+                       "| memories | polymem p50 ms | polymem p99 ms | numpy p50 ms | numpy p99 ms | p50 ratio "
+                       "| polymem CPU p50 ms | numpy CPU p50 ms | CPU ratio | load |\n"
+                       "|---|---|---|---|---|---|---|---|---|---|\n")
+        table_text += "\n".join(f"| {s:,} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {a / c:.1f}x | {e:.2f} | {f:.2f} "
+                                f"| {e / f:.1f}x | {ld:.1f} |" for s, a, b, c, d, e, f, ld in synthetic_rows)
     print(table_text)
     if not args.no_record:
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -10,8 +10,9 @@ ROOT = Path(__file__).parents[1]
 
 def test_core_benchmark_runs_on_a_tiny_store() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_core.py"), "--sizes", "300", "--queries", "5",
-                          "--no-record"], capture_output=True, text=True, check=True, timeout=600).stdout
-    assert "| 300 | 1 |" in out and "| 300 | 100 |" in out
+                          "--synthetic", "400", "--no-record"], capture_output=True, text=True, check=True,
+                         timeout=600).stdout
+    assert "| 300 | 1 |" in out and "| 300 | 100 |" in out and "| 400 |" in out
 
 
 def test_autogen_benchmark_runs_and_reports_chroma_as_not_measured_without_chromadb() -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import polymem
+import polymem._engine as engine
 import polymem._neighbours as neighbours
 from polymem._consolidation import CONSOLIDATION_STEPS, similarity
 from polymem._engine import RuleContradictionJudge, same_facts
@@ -109,7 +110,9 @@ def filled_store(path: Path, size: int, *, embedder: Any, judge: Any = None, lex
 
 def expected(mem: Any, judge: Any) -> tuple[dict[str, list[str]], dict[str, str]]:
     model_id = mem.engine.embedder.model_id if mem.engine.embedder else None
-    rows = mem.backend.active_with_vectors(mem.engine.namespace, model_id)
+    rows: list[tuple[MemoryRecord, np.ndarray | None]] = []
+    for user_id in mem.backend.active_users(mem.engine.namespace):
+        rows += mem.backend.active_page(mem.engine.namespace, user_id, model_id, None, 10**9)[0]
     groups: dict[Any, list[tuple[MemoryRecord, np.ndarray | None]]] = {}
     for record, vector in rows:
         groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
@@ -150,12 +153,38 @@ def test_memories_without_vectors_are_compared_by_their_terms(tmp_path: Path) ->
     assert (report.merged, report.superseded) == (merged, superseded)
 
 
-def test_consolidation_reports_two_steps_per_memory(tmp_path: Path) -> None:
+def test_consolidation_reports_three_steps_per_memory(tmp_path: Path) -> None:
     mem = filled_store(tmp_path / "m.db", 120, embedder=local_embedder())
     active = mem.stats()["by_status"]["active"]
     steps: list[int] = []
     mem.consolidate(progress=steps.append)
     assert sum(steps) == CONSOLIDATION_STEPS * active
+
+
+def test_consolidation_reads_a_scope_in_pages_and_reports_each(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "CONSOLIDATION_PAGE", 40)
+    mem = filled_store(tmp_path / "m.db", 200, embedder=local_embedder())
+    merged, superseded = expected(mem, RuleContradictionJudge())
+    active = mem.stats()["by_status"]["active"]
+    reads: list[int] = []
+    page = mem.backend.active_page
+    monkeypatch.setattr(mem.backend, "active_page", lambda *args: reads.append(1) or page(*args))
+    steps: list[int] = []
+    report = mem.consolidate(progress=steps.append)
+    assert (report.merged, report.superseded) == (merged, superseded)
+    assert len(reads) == active // 40 + 1  # until a page comes back short
+    assert steps[:active // 40] == [40] * (active // 40)  # each page read is a step, before any other
+
+
+def test_an_index_reports_progress_while_it_is_built() -> None:
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((6000, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    steps: list[int] = []
+    Neighbours(vectors, 10, exact_up_to=0, exact_rows=[3, 5], progress=steps.append)
+    assert sum(steps) == 6000
+    assert len(steps) >= neighbours._ROUNDS + 2 * 3  # k-means rounds, chunks added, chunks searched
 
 
 def test_an_index_finds_the_exact_nearest_rows() -> None:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("polymem")
 
+# Where a keyset page of one user's active records ended: (created_at, row id) as the backend stores them.
+PageCursor = tuple[Any, int]
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -327,7 +330,14 @@ class RecordStore(ABC):
         """Wait until background bookkeeping is written."""
 
     @abstractmethod
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+    def active_users(self, namespace: str) -> builtins.list[str | None]:
+        """The users (None: memories without one) that have active memories in `namespace`."""
+
+    @abstractmethod
+    def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                    limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]:
+        """Up to `limit` of the user's active records after `after`, oldest first (ties: first written
+        first), each with its vector if it is of `model_id`; and the cursor of the last one (None if none)."""
 
     @abstractmethod
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
@@ -485,8 +495,11 @@ class AsyncRecordStore(ABC):
     async def aflush(self) -> None: ...
 
     @abstractmethod
-    async def active_with_vectors(self, namespace: str,
-                                  model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]: ...
+    async def active_users(self, namespace: str) -> builtins.list[str | None]: ...
+
+    @abstractmethod
+    async def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                          limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]: ...
 
     @abstractmethod
     async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]: ...

@@ -18,9 +18,10 @@ import numpy as np
 from ._models import MemoryRecord
 from ._neighbours import Neighbours
 from ._protocols import ContradictionJudge, IndexableJudge
-from ._text import content_hash, terms
+from ._text import terms
 
-CONSOLIDATION_STEPS = 2  # progress steps per memory: its neighbours found, then its fate decided
+CONSOLIDATION_STEPS = 3  # progress steps per memory: read, its neighbours found, its fate decided
+CONSOLIDATION_PAGE = 500  # memories per read (a progress step: one storage call does not hold the bar)
 _EPS = 1e-4  # an index's cosine may differ from the exact one in the last bits
 
 
@@ -42,7 +43,6 @@ class ScopeIndex:
         (a statement that may supersede any older one above a similarity floor)."""
         self.records = [record for record, _ in members]
         self.vectors = [vector for _, vector in members]
-        self.hashes = [content_hash(record.content) for record in self.records]
         self._rows = [i for i, vector in enumerate(self.vectors) if vector is not None]
         self._local = {row: i for i, row in enumerate(self._rows)}
         exact_rows = [self._local[row] for row in ordered_rows if row in self._local]
@@ -107,11 +107,9 @@ class Slots:
         self._by_key: dict[str, set[int]] = {}
 
     @staticmethod
-    def floors(judge: ContradictionJudge, records: Sequence[MemoryRecord]) -> list[int]:
-        """The rows that may supersede whatever is similar enough (the judge names a floor)."""
-        if not isinstance(judge, IndexableJudge):
-            return []
-        return [row for row, record in enumerate(records) if judge.similarity_floor(record) is not None]
+    def ordered(judge: ContradictionJudge, record: MemoryRecord) -> bool:
+        """Whether `record` may supersede whatever is similar enough (the judge names a floor)."""
+        return isinstance(judge, IndexableJudge) and judge.similarity_floor(record) is not None
 
     def add(self, row: int, record: MemoryRecord) -> None:
         self.records.append(record)

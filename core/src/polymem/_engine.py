@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, bm25_scores, selective_terms
-from ._consolidation import CONSOLIDATION_STEPS, ScopeIndex, Slots
+from ._consolidation import CONSOLIDATION_PAGE, CONSOLIDATION_STEPS, ScopeIndex, Slots
 from ._embedders import as_matrix
 from ._errors import (
     ContentRejectedError,
@@ -65,7 +65,8 @@ from ._models import (
 from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._storage import (
-    ActiveWithVectors,
+    ActivePage,
+    ActiveUsers,
     Batch,
     BlockedSources,
     BlockSource,
@@ -964,9 +965,11 @@ class Engine:
                                        vector_mode=vector_mode, admit_all=admit_all)
         admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
         hits = []
-        for i, relevance in relevances.items():
+        lives, ages, factors, bonuses = (part.tolist() for part in policy.live_table(
+            [candidates[i].scored for i in relevances], now))
+        for n, (i, relevance) in enumerate(relevances.items()):
             c = candidates[i]
-            live, age_days, decay_factor, access_bonus = policy.live_parts(c.scored, now)
+            live, age_days, decay_factor, access_bonus = lives[n], ages[n], factors[n], bonuses[n]
             score = policy.blend(relevance, live)
             why: dict[str, Any] | None = None
             if explain:
@@ -1113,25 +1116,35 @@ class Engine:
             yield SessionDelete(self.namespace, session_id)
             report.sessions_expired += 1
         model_id = self.embedder.model_id if self.embedder else None
-        rows = yield ActiveWithVectors(self.namespace, model_id)
-        survivors: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
-        for record, vector in rows:
-            if record.expire_at is not None and record.expire_at <= now:
-                if (yield from self._retire(record, {"archived_reason": "expired"})):
-                    report.expired.append(record.memory_id)
-            elif self.scoring.decay and self.scoring.live_score(record, now) < self.scoring.archive_below:
-                if (yield from self._retire(record, {"archived_reason": "decayed"})):
-                    report.archived.append(record.memory_id)
-            else:
-                survivors.append((record, vector))
-                continue
-            if progress:
-                progress(CONSOLIDATION_STEPS)
-        groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
-        for record, vector in survivors:
-            groups.setdefault((record.user_id, record.agent_id, record.category), []).append((record, vector))
-        for members in groups.values():
-            yield from self._consolidate_group(members, report, progress)
+        step = progress or (lambda done: None)
+        for user_id in (yield ActiveUsers(self.namespace)):
+            # one user at a time, read in pages; a consolidation scope is (user, agent, category)
+            groups: dict[tuple[Any, ...], list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+            ordered: dict[tuple[Any, ...], list[int]] = {}  # per scope, `Slots.ordered` rows (judged as read)
+            after = None
+            while True:
+                page, after = yield ActivePage(self.namespace, user_id, model_id, after, CONSOLIDATION_PAGE)
+                if page:
+                    step(len(page))
+                lives = self.scoring.live_table([record for record, _ in page], now)[0].tolist()
+                for (record, vector), live in zip(page, lives):
+                    if record.expire_at is not None and record.expire_at <= now:
+                        if (yield from self._retire(record, {"archived_reason": "expired"})):
+                            report.expired.append(record.memory_id)
+                    elif self.scoring.decay and live < self.scoring.archive_below:
+                        if (yield from self._retire(record, {"archived_reason": "decayed"})):
+                            report.archived.append(record.memory_id)
+                    else:
+                        members = groups.setdefault((record.agent_id, record.category), [])
+                        if Slots.ordered(self.judge, record):
+                            ordered.setdefault((record.agent_id, record.category), []).append(len(members))
+                        members.append((record, vector))
+                        continue
+                    step(CONSOLIDATION_STEPS - 1)
+                if len(page) < CONSOLIDATION_PAGE:
+                    break
+            for key, members in groups.items():
+                yield from self._consolidate_group(members, ordered.get(key, []), report, progress)
         return report
 
     def _retirement(self, record: MemoryRecord, reason: dict[str, Any], status: str = "archived") -> Update:
@@ -1147,18 +1160,19 @@ class Engine:
         return True
 
     def _consolidate_group(self, members: builtins.list[tuple[MemoryRecord, np.ndarray | None]],
-                           report: ConsolidationReport, progress: Callable[[int], None] | None) -> Plan:
+                           ordered: builtins.list[int], report: ConsolidationReport,
+                           progress: Callable[[int], None] | None) -> Plan:
         """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
         the most similar older one it contradicts. Each memory is compared only with those that can
         matter (`ScopeIndex`); the outcome is that of comparing every pair."""
-        floors = Slots.floors(self.judge, [record for record, _ in members])
-        scope = ScopeIndex(members, ordered_rows=floors, progress=progress)
+        scope = ScopeIndex(members, ordered_rows=ordered, progress=progress)
         step = progress or (lambda done: None)
         kept: builtins.list[int] = []  # rows, oldest first
         kept_records: dict[int, MemoryRecord] = {}
         first_of_hash: dict[str, int] = {}
         for row in range(len(scope)):
-            keeper = first_of_hash.get(scope.hashes[row])
+            digest = content_hash(scope.records[row].content)
+            keeper = first_of_hash.get(digest)
             for other, _ in scope.close_to(row, self.scoring.merge_similarity):
                 if other in kept_records and (keeper is None or other < keeper) and \
                         same_facts(scope.records[other].content, scope.records[row].content):
@@ -1166,7 +1180,7 @@ class Engine:
             if keeper is None:
                 kept.append(row)
                 kept_records[row] = scope.records[row]
-                first_of_hash.setdefault(scope.hashes[row], row)
+                first_of_hash.setdefault(digest, row)
                 continue
             merged = yield from self._merge(kept_records[keeper], scope.records[row])
             if merged is not None:

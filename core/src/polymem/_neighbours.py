@@ -16,8 +16,26 @@ import numpy as np
 
 EXACT_UP_TO = 4096  # rows; a blocked product over 4,096 rows costs ~10 ms of a core
 _BLOCK = 512
-_CHUNK = 2048  # rows per index search (a progress step)
+_BLOCK_CELLS = 1 << 22  # similarities per block at most (~0.1 s of a core at 384 dims: a progress step)
+_CHUNK = 2048  # rows per index addition or search (a progress step)
 _PROBES = 8  # cells searched per row
+_ROUNDS = 10  # k-means rounds of the index's cells
+_PER_CELL = 16  # training rows per cell (faiss's minimum; at 100,000 rows a round is 2.4 G multiply-adds)
+
+
+class _Share:
+    """Reports `total` progress steps over `parts` calls of `tick()`, as evenly as whole steps allow."""
+
+    def __init__(self, progress: Callable[[int], None] | None, total: int, parts: int) -> None:
+        self.progress, self.total, self.parts = progress, total, max(parts, 1)
+        self.ticks = self.sent = 0
+
+    def tick(self) -> None:
+        self.ticks += 1
+        due = self.total * self.ticks // self.parts
+        if self.progress and due > self.sent:
+            self.progress(due - self.sent)
+            self.sent = due
 
 
 class Neighbours:
@@ -50,8 +68,9 @@ class Neighbours:
         """The `k` nearest of each of `rows`, by blocked matrix products."""
         ids = np.empty((len(rows), k), dtype=np.int64)
         sims = np.empty((len(rows), k), dtype=np.float32)
-        for start in range(0, len(rows), _BLOCK):
-            chunk = rows[start:start + _BLOCK]
+        block_rows = max(1, min(_BLOCK, _BLOCK_CELLS // len(self.vectors)))
+        for start in range(0, len(rows), block_rows):
+            chunk = rows[start:start + block_rows]
             block = self.vectors[chunk] @ self.vectors.T
             block[np.arange(len(chunk)), chunk] = -np.inf  # not its own neighbour
             top = np.argpartition(-block, k - 1, axis=1)[:, :k]
@@ -72,26 +91,38 @@ class Neighbours:
 
         n, dim = self.vectors.shape
         cells = max(16, int(2 * np.sqrt(n)))
+        chunks = range(0, n, _CHUNK)
+        # The rows' steps: a quarter while the index is built (k-means rounds, then adding in
+        # chunks: ~3 s at 100,000 rows), the rest as rows are searched; refined rows count in `_exact`.
+        searched = n - len(skip)
+        build = _Share(progress, searched // 4, _ROUNDS + len(chunks))
+        # k-means on a sample, one round per call so that each round is a progress step
+        kmeans = faiss.Kmeans(dim, cells, niter=1, spherical=True, seed=1234, min_points_per_centroid=16)
+        sample = self.vectors[np.sort(np.random.default_rng(0).choice(n, min(n, cells * _PER_CELL), replace=False))]
+        centroids: np.ndarray | None = None
+        for _ in range(_ROUNDS):
+            kmeans.train(sample, init_centroids=centroids)
+            centroids = kmeans.centroids
+            build.tick()
+        assert centroids is not None
         quantizer = faiss.IndexFlatIP(dim)
+        quantizer.add(centroids)
         index = faiss.IndexIVFFlat(quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT)
-        index.cp.niter = 10  # training is the one step without progress: keep it to a few seconds
-        index.cp.min_points_per_centroid = 16
-        sample = np.random.default_rng(0).choice(n, min(n, cells * 32), replace=False)
-        index.train(self.vectors[np.sort(sample)])
-        index.add(self.vectors)
+        for start in chunks:
+            index.add(self.vectors[start:start + _CHUNK])
+            build.tick()
         index.nprobe = _PROBES
+        search = _Share(progress, searched - searched // 4, len(chunks))
         ids = np.empty((n, self.k), dtype=np.int64)
         sims = np.empty((n, self.k), dtype=np.float32)
-        for start in range(0, n, _CHUNK):
+        for start in chunks:
             found_sims, found_ids = index.search(self.vectors[start:start + _CHUNK], self.k + 1)
             for row in range(len(found_ids)):
                 keep = found_ids[row] != start + row
                 row_ids, row_sims = found_ids[row][keep][:self.k], found_sims[row][keep][:self.k]
                 ids[start + row, :len(row_ids)], ids[start + row, len(row_ids):] = row_ids, -1
                 sims[start + row, :len(row_ids)], sims[start + row, len(row_ids):] = row_sims, -np.inf
-            if progress:
-                chunk = np.arange(start, start + len(found_ids))
-                progress(len(found_ids) - int(np.isin(chunk, skip).sum()))
+            search.tick()
         return ids, sims
 
     def above(self, i: int, threshold: float) -> Iterator[tuple[int, float]]:

@@ -22,6 +22,7 @@ PARALLEL_ROWS = 32_768
 # Below this many rows an exact float32 scan costs about what shortlisting does.
 APPROX_ROWS = 4_096
 
+_WORKERS = min(4, os.cpu_count() or 1)  # threads for a large product, counted once
 _POOL: ThreadPoolExecutor | None = None
 _BLAS: Any = None
 
@@ -45,7 +46,7 @@ def _on_cores(product: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], matr
     BLAS's or OpenMP's own threads spin while they wait and collapse."""
     global _POOL
     out = np.empty(len(matrix), dtype=np.float32)
-    workers = min(4, os.cpu_count() or 1)
+    workers = _WORKERS
     if len(matrix) < PARALLEL_ROWS or workers == 1:
         product(matrix, query, out)
         return out

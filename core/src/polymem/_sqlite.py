@@ -34,6 +34,7 @@ from ._backend import (
     Candidate,
     Changed,
     NewRecord,
+    PageCursor,
     SearchRequest,
     bm25_idf,
     selective_terms,
@@ -224,6 +225,12 @@ MIGRATIONS: builtins.list[str] = [
     # 8: the memories written since a moment, found without reading the scope (`as_of`)
     """
     CREATE INDEX IF NOT EXISTS memories_written ON memories(namespace, updated_at);
+    """,
+    # 9: consolidation reads one user's active memories in keyset pages, oldest first (the scope
+    # index extended by created_at, which it replaces: every query using it uses this one alike)
+    """
+    CREATE INDEX IF NOT EXISTS memories_scope_created ON memories(namespace, user_id, status, created_at);
+    DROP INDEX IF EXISTS memories_scope;
     """,
 ]
 
@@ -609,6 +616,7 @@ class SQLiteBackend(Backend):
         self._dimensions: dict[str, int] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
+        self._fts_rows = (-1, 0)  # (seq, rows in the full-text index) when last read
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
@@ -1044,13 +1052,18 @@ class SQLiteBackend(Backend):
                 (namespace, to_micros(at), *params))]
 
     # -- search -------------------------------------------------------------------------------
+    @staticmethod
+    def _seq(conn: sqlite3.Connection) -> int:
+        """The change counter: every write of a memory (or its full-text row) moves it."""
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+
     def _cache(self, conn: sqlite3.Connection, model_id: str | None,
-               scope: tuple[str, str | None, bool] | None = None) -> _VectorCache:
+               scope: tuple[str, str | None, bool] | None = None, seq: int | None = None) -> _VectorCache:
         """The vectors of `model_id`, current, with those of `scope` (namespace, user_id, all_users) read.
 
-        `seq` is read before anything else: a row written meanwhile is read again by the next call,
-        and taking a row in twice is harmless."""
-        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+        `seq` is read before anything else (or given by a caller that read it first): a row written
+        meanwhile is read again by the next call, and taking a row in twice is harmless."""
+        seq = self._seq(conn) if seq is None else seq
         cache = self._caches.get(model_id)
         if cache is None:
             foreign = dict(conn.execute("SELECT rowid, namespace FROM memories WHERE status = 'active' AND "
@@ -1074,10 +1087,11 @@ class SQLiteBackend(Backend):
         now_us = to_micros(request.now)
         needs_sql_scope = bool(request.filter)
         with self._read() as conn:
+            seq = self._seq(conn)  # read once: the caches below are all checked against it
             similarities: dict[int, float] = {}
             if request.query_vector is not None:
                 cache = self._cache(conn, request.model_id,
-                                    (request.namespace, request.user_id, request.user_id is None))
+                                    (request.namespace, request.user_id, request.user_id is None), seq)
                 allowed: np.ndarray | None = None
                 if needs_sql_scope:
                     where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,
@@ -1086,7 +1100,7 @@ class SQLiteBackend(Backend):
                         f"SELECT m.rowid FROM memories m WHERE {where} AND m.status = 'active'", params)],
                         dtype=np.int64)
                 similarities = self._vector_candidates(cache, request, now_us, allowed)
-            ranks = self._text_candidates(conn, request, now_us) if request.terms else {}
+            ranks = self._text_candidates(conn, request, now_us, seq) if request.terms else {}
             wanted = list(dict.fromkeys([*similarities, *ranks]))
             if not wanted:
                 return []
@@ -1141,33 +1155,34 @@ class SQLiteBackend(Backend):
 
     def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         with self._read() as conn:
-            return self._fts_row_count(conn), self._document_frequencies(conn, terms)
+            seq = self._seq(conn)
+            return self._fts_row_count(conn, seq), self._document_frequencies(conn, terms, seq)
 
-    def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+    def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str], seq: int) -> dict[str, int]:
         """How many rows hold each term; cached (counting a common term reads its whole posting list)
         and refreshed after every 1,000 writes, which is as exact as pruning needs."""
-        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
         if seq - self._df_seq > 1000 or seq < self._df_seq:
             self._df_cache.clear()
             self._df_seq = seq
-        out = {}
-        for term in terms:
-            if term in self._df_cache:
-                out[term] = self._df_cache[term]
-                continue
-            row = conn.execute("SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)).fetchone()
-            out[term] = int(row[0]) if row else 0
-            if out[term] > COMMON_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
-                self._df_cache[term] = out[term]
+        out = {term: self._df_cache[term] for term in terms if term in self._df_cache}
+        asked = [term for term in dict.fromkeys(terms) if term not in out]
+        if asked:  # one statement for every term (the vocabulary table looks each up by its key)
+            found = dict(conn.execute(f"SELECT term, doc FROM memory_fts_vocab WHERE term IN "
+                                      f"({', '.join('?' for _ in asked)})", asked).fetchall())
+            for term in asked:
+                out[term] = int(found.get(term, 0))
+                if out[term] > COMMON_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
+                    self._df_cache[term] = out[term]
         return out
 
-    def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int) -> dict[int, float]:
+    def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int,
+                         seq: int) -> dict[int, float]:
         """Full-text matches ranked by BM25 over the asking scope's own statistics.
 
         A name in every second memory of one user is no rarer for that user because a hundred
         other users never say it: term weights come from the scope's rows, not the table's."""
-        docs = self._document_frequencies(conn, request.terms)
-        table_rows = self._fts_row_count(conn)
+        docs = self._document_frequencies(conn, request.terms, seq)
+        table_rows = self._fts_row_count(conn, seq)
         selective = selective_terms(request.terms, docs, table_rows, with_vector=request.query_vector is not None)
         if not selective:
             return {}
@@ -1179,7 +1194,7 @@ class SQLiteBackend(Backend):
         matches = ("FROM memory_fts f CROSS JOIN memories m ON m.rowid = f.rowid "
                    f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
                    "AND (m.expire_at IS NULL OR m.expire_at > ?)")
-        scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows)
+        scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows, seq)
         if whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
             # and its token matches every row: ANDing it reads its whole posting list (100k rows:
             # 3.2 ms even for a term in one row), while `where` keeps the scope all the same.
@@ -1231,17 +1246,20 @@ class SQLiteBackend(Backend):
             return None
         return kept[:limit]
 
-    def _fts_row_count(self, conn: sqlite3.Connection) -> int:
-        """Rows in the full-text index, as FTS5's own BM25 counts them (its averages record)."""
-        row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 1").fetchone()
-        return _varint(row[0]) if row and row[0] else 0
+    def _fts_row_count(self, conn: sqlite3.Connection, seq: int) -> int:
+        """Rows in the full-text index, as FTS5's own BM25 counts them (its averages record); read
+        again when `seq` moved."""
+        if self._fts_rows[0] != seq:
+            row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 1").fetchone()
+            self._fts_rows = (seq, _varint(row[0]) if row and row[0] else 0)
+        return self._fts_rows[1]
 
-    def _scope_row_count(self, conn: sqlite3.Connection, scope: str, table_rows: int) -> tuple[int, bool]:
+    def _scope_row_count(self, conn: sqlite3.Connection, scope: str, table_rows: int,
+                         seq: int) -> tuple[int, bool]:
         """Full-text rows of one scope, and whether they were the whole table when counted; cached
         until writes could move the count by more than 1%. Both come from the same moment: a
         fresh table count against a cached scope count would call a scope that is the whole
         table a part of it after its own few latest saves (and rank in Python, 10k: 8 ms)."""
-        seq = int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
         cached = self._scope_counts.get(scope)
         if cached is not None and 0 <= seq - cached[0] <= cached[1] // 100:
             return cached[1], cached[2]
@@ -1290,17 +1308,26 @@ class SQLiteBackend(Backend):
         self._bookkeeping.flush()
 
     # -- bulk ---------------------------------------------------------------------------------
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+    def active_users(self, namespace: str) -> builtins.list[str | None]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT DISTINCT user_id FROM memories WHERE namespace = ? AND status = 'active' ORDER BY user_id",
+                (namespace,))]
+
+    def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                    limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]:
+        keyset = " AND (m.created_at, m.rowid) > (?, ?)" if after is not None else ""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_RECORD_COLUMNS}, vector FROM memories m WHERE m.namespace = ? AND m.status = 'active' "
-                "ORDER BY m.created_at, m.rowid", (namespace,)).fetchall()
+                f"SELECT {_RECORD_COLUMNS}, vector, created_at, rowid FROM memories m WHERE m.namespace = ? "
+                f"AND m.user_id IS ? AND m.status = 'active'{keyset} ORDER BY m.created_at, m.rowid LIMIT ?",
+                (namespace, user_id, *(after or ()), limit)).fetchall()
         out = []
         for row in rows:
-            record = _row_to_record(row[:-1])
-            vector = np.frombuffer(row[-1], dtype=np.float32) if row[-1] is not None and record.embedding_model == model_id else None
+            record = _row_to_record(row[:-3])
+            vector = np.frombuffer(row[-3], dtype=np.float32) if row[-3] is not None and record.embedding_model == model_id else None
             out.append((record, vector))
-        return out
+        return out, ((rows[-1][-2], rows[-1][-1]) if rows else None)
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
                         missing_only: bool = False) -> builtins.list[tuple[str, str]]:

@@ -234,13 +234,26 @@ class Flush(StorageOp):
 
 
 @dataclass(frozen=True)
-class ActiveWithVectors(StorageOp):
-    """Every active memory of the namespace with its vector of `model_id` (or None)."""
+class ActiveUsers(StorageOp):
+    """The users (None: memories without one) with active memories in the namespace."""
 
-    method: ClassVar[str] = "active_with_vectors"
+    method: ClassVar[str] = "active_users"
     takes_value: ClassVar[bool] = False
     namespace: str
+
+
+@dataclass(frozen=True)
+class ActivePage(StorageOp):
+    """Up to `limit` of one user's active memories after `after`, oldest first, with their vectors
+    of `model_id` (or None); and the cursor of the last one."""
+
+    method: ClassVar[str] = "active_page"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
     model_id: str | None
+    after: Any
+    limit: int
 
 
 @dataclass(frozen=True)

@@ -1045,7 +1045,7 @@ class Consolidate(Operation[ConsolidationReport]):
     permission = "admin"
 
     progress: Progress | None = Field(default=None, exclude=True, description=(
-        "Called with the number of steps done: two per active memory (its neighbours found, its fate decided)."))
+        "Called with the number of steps done: three per active memory (read, its neighbours found, its fate decided)."))
 
 
 class Reembed(Operation[int]):

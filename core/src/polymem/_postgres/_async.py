@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, SearchRequest, log
+from .._backend import REINFORCE_WINDOW_S, AsyncBackend, Candidate, PageCursor, SearchRequest, log
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import adrive
@@ -248,9 +248,12 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
             loop.run_until_complete(self.aflush())
 
     # bulk
-    async def active_with_vectors(self, namespace: str,
-                                  model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return await self._call(self.plans.active_with_vectors, namespace, model_id)
+    async def active_users(self, namespace: str) -> builtins.list[str | None]:
+        return await self._call(self.plans.active_users, namespace)
+
+    async def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                          limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]:
+        return await self._call(self.plans.active_page, namespace, user_id, model_id, after, limit)
 
     async def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
         return await self._call(self.plans.vectors, namespace, memory_ids, model_id)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Candidate, Changed, NewRecord, SearchRequest, selective_terms, versions_then
+from .._backend import Candidate, Changed, NewRecord, PageCursor, SearchRequest, selective_terms, versions_then
 from .._errors import DimensionMismatchError, NotFoundError, VersionConflictError
 from .._filters import dumps
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
@@ -482,15 +482,25 @@ class Plans:
                 "importance = LEAST(1.0, importance + %s) WHERE namespace = %s AND memory_id = %s", rows, "many")
 
     # bulk ---------------------------------------------------------------------------------
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> PgPlan[builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
-        rows = yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector) FROM polymem_memories m "
-                       "WHERE m.namespace = %s AND m.status = 'active' ORDER BY m.created_at, m.id", (namespace,))
+    def active_users(self, namespace: str) -> PgPlan[builtins.list[str | None]]:
+        rows = yield Q("SELECT DISTINCT user_id FROM polymem_memories WHERE namespace = %s AND status = 'active' "
+                       "ORDER BY user_id", (namespace,))
+        return [r[0] for r in rows]
+
+    def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                    limit: int) -> PgPlan[tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]]:
+        owner = "m.user_id IS NULL" if user_id is None else "m.user_id = %s"
+        keyset = " AND (m.created_at, m.id) > (%s, %s)" if after is not None else ""
+        rows = yield Q(f"SELECT {_RECORD_COLUMNS}, vector_send(m.vector), m.created_at, m.id FROM polymem_memories m "
+                       f"WHERE m.namespace = %s AND {owner} AND m.status = 'active'{keyset} "
+                       "ORDER BY m.created_at, m.id LIMIT %s",
+                       (namespace, *(() if user_id is None else (user_id,)), *(after or ()), limit))
         out = []
         for row in rows:
             record = row_to_record(row)
             vector = vector_from_bytes(row[19]) if record.embedding_model == model_id else None
             out.append((record, vector))
-        return out
+        return out, ((rows[-1][-2], rows[-1][-1]) if rows else None)
 
     def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> PgPlan[dict[str, np.ndarray]]:
         if not memory_ids:

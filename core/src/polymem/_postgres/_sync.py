@@ -12,7 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from .._backend import Backend, Bookkeeping, Candidate, SearchRequest
+from .._backend import Backend, Bookkeeping, Candidate, PageCursor, SearchRequest
 from .._errors import LockTimeoutError, StoreClosedError, missing_extra
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._plan import drive
@@ -183,8 +183,12 @@ class PostgresBackend(PostgresStore, Backend):
         self._bookkeeping.flush()
 
     # bulk
-    def active_with_vectors(self, namespace: str, model_id: str | None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
-        return self._call(self.plans.active_with_vectors, namespace, model_id)
+    def active_users(self, namespace: str) -> builtins.list[str | None]:
+        return self._call(self.plans.active_users, namespace)
+
+    def active_page(self, namespace: str, user_id: str | None, model_id: str | None, after: PageCursor | None,
+                    limit: int) -> tuple[builtins.list[tuple[MemoryRecord, np.ndarray | None]], PageCursor | None]:
+        return self._call(self.plans.active_page, namespace, user_id, model_id, after, limit)
 
     def vectors(self, namespace: str, memory_ids: Sequence[str], model_id: str) -> dict[str, np.ndarray]:
         return self._call(self.plans.vectors, namespace, memory_ids, model_id)

@@ -45,6 +45,19 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     return {**browser_type_launch_args, "executable_path": executable, "args": ["--no-sandbox"]}
 
 
+@pytest.fixture(scope="module")
+def browser(browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
+    """A Chromium for one test module, its Playwright stopped after the module (pytest-playwright's
+    own lives for the session): Playwright's sync API keeps an event loop running in this thread
+    while it lives, and the tests a worker runs next (asyncio.run, anyio) need none running."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(**browser_type_launch_args)
+        yield chromium
+        chromium.close()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

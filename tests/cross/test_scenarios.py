@@ -10,19 +10,14 @@ assertions read what reached the model's prompt (see agents.py).
 from __future__ import annotations
 
 import itertools
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 import polymem
+from polymem.testing.process import serving
 
 READERS = ["autogen", "llamaindex", "semantic_kernel", "agent_framework", "langchain"]
 
@@ -53,27 +48,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     if request.param == "sqlite":
         yield file_url
         return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "polymem.server", "serve", "--url", file_url, "--no-auth",
-                               "--port", str(port)], env={**os.environ, "OMP_NUM_THREADS": "1"},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, "polymem serve did not start"
-        time.sleep(0.3)
-    try:
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
+    with serving(file_url, "--no-auth") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")

@@ -4,59 +4,28 @@ and the shared audit chain verifies."""
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
-
 import polymem
+from polymem.testing.process import ServedProcess
 
 INSTANCES = 4
 CLIENTS = 8
 SAVES = 20
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(pg_url: str, auth_db: Path) -> tuple[subprocess.Popen[str], str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "polymem.server", "serve", "--url", pg_url, "--auth-db", str(auth_db), "--no-auth",
-         "--no-embedder", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return process, f"http://127.0.0.1:{port}"
-
-
-def _wait_ready(process: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None, process.stderr.read() if process.stderr else "server died"
-        assert time.monotonic() < deadline, "polymem serve did not start"
-        time.sleep(0.3)
-
-
 def test_four_service_instances_share_one_postgresql_store(pg_url: str, tmp_path: Path) -> None:
     auth_db = tmp_path / "auth.db"
-    servers = [_serve(pg_url, auth_db) for _ in range(INSTANCES)]
+    servers = [ServedProcess(pg_url, "--auth-db", str(auth_db), "--no-auth", "--no-embedder")
+               for _ in range(INSTANCES)]
     try:
-        for process, url in servers:
-            _wait_ready(process, url)
-        urls = [url for _, url in servers]
+        for server in servers:
+            server.wait_ready()
+        urls = [server.url for server in servers]
         with polymem.open(urls[0]) as first:
             shared = first.save("The shared counter note", user_id="ann", idempotency_key="shared")
         acknowledged: list[str] = []
@@ -110,10 +79,10 @@ def test_four_service_instances_share_one_postgresql_store(pg_url: str, tmp_path
             versions = [v.version for v in mem.history(shared.memory_id)]
             assert versions == list(range(1, 2 + len(cas_wins)))
     finally:
-        for process, _ in servers:
-            process.terminate()
-        for process, _ in servers:
-            process.wait(timeout=60)
+        for server in servers:
+            server.process.terminate()
+        for server in servers:
+            server.stop(timeout=60)
     out = subprocess.run([sys.executable, "-m", "polymem.server", "audit", "verify", "--url", pg_url,
                           "--auth-db", str(auth_db)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

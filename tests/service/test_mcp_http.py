@@ -6,9 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,8 +23,7 @@ from pydantic import AnyUrl
 from polymem.mcp_server import TOOLS
 from polymem.server._audit import AuditLog
 from polymem.server._auth import AuthStore, Database
-
-from .conftest import free_port
+from polymem.testing.process import start_server
 
 
 class Served:
@@ -34,38 +31,21 @@ class Served:
 
     def __init__(self, tmp_path: Path) -> None:
         self.db = tmp_path / "served.db"
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         auth = AuthStore(Database(f"{self.db}.auth.db"))
         self.admin = auth.create_token("admin", "default", ["read", "write", "admin"])[1]
         self.writer = auth.create_token("writer", "default", ["read", "write"])[1]
         self.reader = auth.create_token("reader", "default", ["read"])[1]
         self.acme = auth.create_token("acme", "acme", ["read", "write"])[1]
         self.ann_only = auth.create_token("ann-only", "default", ["read", "write"], users=["ann"])[1]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "polymem.server", "serve", "--url", f"sqlite:///{self.db}", "--port",
-             str(self.port), "--no-embedder"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.05)
-            assert self.proc.poll() is None, self.proc.stderr.read().decode() if self.proc.stderr else ""
-        raise RuntimeError("polymem serve did not start")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(15)
+        self.server = start_server(f"sqlite:///{self.db}", "--no-embedder")
+        self.url = self.server.url
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     server = Served(tmp_path_factory.mktemp("mcp-http"))
     yield server
-    server.stop()
+    server.server.stop()
 
 
 @asynccontextmanager

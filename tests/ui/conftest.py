@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from polymem.client import HttpMemory
 from polymem.server._auth import AuthStore, Database
+from polymem.testing.process import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "img"
@@ -58,12 +54,6 @@ def browser(browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
         chromium.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Served:
     """A running `polymem serve` and the tokens made for it."""
@@ -86,26 +76,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     made = {name: tokens.create_token(name, ns, perms, **grant)[1] for name, ns, perms, grant in [
         ("admin", "acme", ["read", "write", "admin"], {}), ("acme", "acme", ["read", "write"], {}),
         ("globex", "globex", ["read", "write"], {}), ("acme_ann", "acme", ["read", "write"], {"users": ["ann"]})]}
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "polymem.server", "serve", "--url", f"sqlite:///{db}", "--port", str(port),
-         "--no-embedder"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("polymem serve did not start: " + (proc.stderr.read().decode() if proc.stderr else ""))
-    try:
-        yield Served(url, f"{db}.auth.db", **made)
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with serving(f"sqlite:///{db}", "--no-embedder") as server:
+        yield Served(server.url, f"{db}.auth.db", **made)
 
 
 def sign_in(browser: Any, served: Served, token: str) -> Any:

@@ -12,7 +12,7 @@ PolymemError
 │   └── ContentRejectedError
 ├── NotFoundError (KeyError)
 ├── VersionConflictError
-├── ReembedRequiredError
+├── ReembedRequiredError (deprecated, never raised)
 ├── SnapshotError
 ├── StoreClosedError
 ├── ReadOnlyStoreError
@@ -94,7 +94,9 @@ class VersionConflictError(PolymemError):
 
 
 class ReembedRequiredError(PolymemError):
-    """Stored vectors come from another embedding model; run `polymem reembed`."""
+    """Deprecated, never raised: a store whose vectors come from another embedding model opens and
+    recalls (those memories by full text, with a warning) until `polymem reembed` re-embeds them.
+    Kept so that existing `except` clauses keep working."""
 
     code = "reembed_required"
 

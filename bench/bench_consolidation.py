@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
+import _results
 import numpy as np
 
 import polymem
@@ -98,12 +97,9 @@ def main() -> None:
     table_text = "\n".join([header, *lines])
     print(table_text)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
-            out.write(f"\n## Consolidation (bench/bench_consolidation.py) — {stamp}\n\nMachine: {machine}; load is the "
-                      f"1-minute load average when consolidation started. polymem {polymem.__version__}.\n\n"
-                      f"{table_text}\n")
+        _results.append("Consolidation", "bench_consolidation.py",
+                        f"; load is the 1-minute load average when consolidation started. "
+                        f"polymem {polymem.__version__}.\n\n{table_text}")
 
 
 if __name__ == "__main__":

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import _results
 import numpy as np
 
 import polymem
@@ -200,12 +199,9 @@ def main() -> None:
                                 f"| {e / f:.1f}x | {ld:.1f} |" for s, a, b, c, d, e, f, ld in synthetic_rows)
     print(table_text)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
-            out.write(f"\n## Core (bench/bench_core.py) — {stamp}\n\nMachine: {machine}. Query embedder: {embed_name}. "
-                      f"{args.queries} queries per row, top_k=10, scoped to one user. polymem {polymem.__version__}.\n\n"
-                      f"{table_text}\n")
+        _results.append("Core", "bench_core.py",
+                        f". Query embedder: {embed_name}. {args.queries} queries per row, top_k=10, scoped to one "
+                        f"user. polymem {polymem.__version__}.\n\n{table_text}")
 
 
 if __name__ == "__main__":

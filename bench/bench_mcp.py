@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import random
 import shutil
 import socket
@@ -36,10 +35,10 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import _results
 import httpx
 import numpy as np
 from mcp import ClientSession, StdioServerParameters
@@ -261,14 +260,11 @@ def main() -> None:
     print(verdict)
     print(load)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
-            out.write(f"\n## MCP (bench/bench_mcp.py) — {stamp}\n\nMachine: {machine}. {args.size:,} memories "
-                      f"({args.users} user(s)), lexical mode, {args.queries} recalls per row, top_k={args.top_k}, "
-                      f"scoped to one user; the client's time per call, and the CPU time both processes spent on it "
-                      f"(Linux /proc, 10 ms ticks summed over the calls). polymem {polymem.__version__}.\n\n"
-                      f"{table}\n\n{verdict}; {load}.\n")
+        _results.append("MCP", "bench_mcp.py",
+                        f". {args.size:,} memories ({args.users} user(s)), lexical mode, {args.queries} recalls per "
+                        f"row, top_k={args.top_k}, scoped to one user; the client's time per call, and the CPU time "
+                        f"both processes spent on it (Linux /proc, 10 ms ticks summed over the calls). "
+                        f"polymem {polymem.__version__}.\n\n{table}\n\n{verdict}; {load}.")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _results  # noqa: E402
 from bench_core import QUERIES, TableEmbedder, percentile, sentences  # noqa: E402
 
 import polymem  # noqa: E402
@@ -116,13 +116,10 @@ def main() -> None:
     print(text)
     print(load)
     if not args.no_record:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-        with open(Path(__file__).parent / "RESULTS.md", "a") as out:
-            out.write(f"\n## explain and as_of (bench/bench_time_travel.py) — {stamp}\n\nMachine: {machine}; {load}. "
-                      f"{args.queries} recalls per way, alternated; top_k=10, one user's scope; query embedding "
-                      f"precomputed; 1% of memories updated and 0.5% deleted after the as_of moment. "
-                      f"polymem {polymem.__version__}.\n\n{text}\n")
+        _results.append("explain and as_of", "bench_time_travel.py",
+                        f"; {load}. {args.queries} recalls per way, alternated; top_k=10, one user's scope; query "
+                        f"embedding precomputed; 1% of memories updated and 0.5% deleted after the as_of moment. "
+                        f"polymem {polymem.__version__}.\n\n{text}")
 
 
 class _Defaulting(dict[str, np.ndarray]):

@@ -284,7 +284,9 @@ def main() -> None:
             out.write(f"\n## MCP (bench/bench_mcp.py) — {stamp}\n\nMachine: {machine}. {args.size:,} memories "
                       f"({args.users} user(s)), lexical mode, {args.queries} recalls per row, top_k={args.top_k}, "
                       f"scoped to one user; the client's time per call, and the CPU time both processes spent on it "
-                      f"(Linux /proc, 10 ms ticks summed over the calls). polymem {polymem.__version__}.\n\n"
+                      f"(Linux /proc, 10 ms ticks summed over the calls); \"paired\": the median over the queries "
+                      f"of (path − direct call) for the same query; the direct store's recall bonuses are written "
+                      f"untimed after each of its calls. polymem {polymem.__version__}.\n\n"
                       f"{table}\n\n{verdict}; {load}.\n")
 
 

@@ -211,7 +211,7 @@ async def test_stdio_session_window_keeps_a_summary_of_what_left_it(tmp_path: Pa
 
 
 async def test_stdio_concurrent_calls_all_answer(tmp_path: Path) -> None:
-    """A client may send calls without waiting for answers: each runs in its own worker thread."""
+    """A client may send calls without waiting for answers: each is answered, one after the other."""
     url = f"sqlite:///{tmp_path / 'm.db'}"
     async with stdio_session("--url", url, "--no-embedder", "--user", "ann") as mcp:
         saved = await asyncio.gather(*[mcp.call_tool("save_memory", {"content": f"Ann's locker number is {i}"})

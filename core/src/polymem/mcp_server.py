@@ -10,7 +10,7 @@ tool error with the error's code and message, never a crashed server.
 Two transports share this server:
 
 - stdio, `polymem mcp --url <store>`: any store URL; each call runs the sync
-  store's `execute(op)` in one worker thread (over HTTP to `polymem serve` for an
+  store's `execute(op)` on the event loop's thread (over HTTP to `polymem serve` for an
   `http://` URL, where the service's grants, write filter and audit apply);
 - streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
   every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
@@ -35,7 +35,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
-import anyio.to_thread
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -313,12 +312,14 @@ async def run_stdio(store: Memory, *, defaults: Mapping[str, Any] | None = None,
                     source: str | None = None) -> None:
     """Serve `store` over stdio until the client hangs up.
 
-    Each call runs the sync store's `execute` in one worker thread: the async store would hop to
-    a thread for every step of its plan (four for a recall), and the event loop stays free to read
-    the next message while a call runs."""
+    Each call runs the sync store's `execute` on the event loop's own thread. The process serves
+    one client, so there is nothing else for the loop to do meanwhile: calls sent together are
+    answered one after the other, and no thread wakes another (the async store would hop to a
+    thread for every step of its plan; one worker thread per call cost more than the rest of the
+    transport on a busy machine)."""
 
     async def run(op: Operation[Any]) -> Any:
-        return await anyio.to_thread.run_sync(store.execute, op)
+        return store.execute(op)
 
     who = Caller(run, ALL_PERMISSIONS, dict(defaults or {}), source)
     server = build_server(lambda _context: who)

@@ -232,6 +232,13 @@ MIGRATIONS: builtins.list[str] = [
     CREATE INDEX IF NOT EXISTS memories_scope_created ON memories(namespace, user_id, status, created_at);
     DROP INDEX IF EXISTS memories_scope;
     """,
+    # 10 (as_of2): a past version keeps the vector its row held (and that vector's model), so a
+    # recall `as_of` does not embed an updated or deleted memory's older content again. Versions
+    # kept before this have none: their content is embedded when a past recall needs it.
+    """
+    ALTER TABLE memory_versions ADD COLUMN vector BLOB;
+    ALTER TABLE memory_versions ADD COLUMN vector_model TEXT;
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -780,13 +787,17 @@ class SQLiteBackend(Backend):
 
     @staticmethod
     def _keep_version(conn: sqlite3.Connection, record: MemoryRecord) -> None:
-        """Store `record` as a past version before its row changes.
+        """Store `record` as a past version, with the row's vector, before its row changes.
 
         A save writes no second copy of what it inserts: until its row changes, a memory's current
         version is the row itself. (A snapshot's import, and stores written before this, also
         keep the current version's own record; `_versions` then gives that one, unchanged.)"""
-        conn.execute("INSERT OR IGNORE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
-                     (record.namespace, record.memory_id, record.version, dumps(record.to_dict())))
+        conn.execute("INSERT INTO memory_versions(namespace, memory_id, version, record, vector, vector_model) "
+                     "SELECT ?, ?, ?, ?, vector, embedding_model FROM memories WHERE namespace = ? AND memory_id = ? "
+                     "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET vector = excluded.vector, "
+                     "vector_model = excluded.vector_model",
+                     (record.namespace, record.memory_id, record.version, dumps(record.to_dict()),
+                      record.namespace, record.memory_id))
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, current: MemoryRecord) -> builtins.list[dict[str, Any]]:
@@ -964,9 +975,13 @@ class SQLiteBackend(Backend):
                              (*fts_row(namespace, new.user_id, terms), row[0]))
         return new
 
-    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str) -> MemoryRecord | None:
-        """Delete a memory's live row and full-text row (the vector caches follow); the record it held."""
+    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str,
+                    keep_version: bool = False) -> MemoryRecord | None:
+        """Delete a memory's live row and full-text row (the vector caches follow); the record it held,
+        kept first as a past version with `keep_version`."""
         found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+        if found and keep_version:
+            self._keep_version(conn, found[0])
         row = conn.execute("DELETE FROM memories WHERE namespace = ? AND memory_id = ? RETURNING rowid",
                            (namespace, memory_id)).fetchone()
         if row is None:
@@ -977,10 +992,9 @@ class SQLiteBackend(Backend):
 
     def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
         with self._write() as conn:
-            record = self._remove_row(conn, namespace, memory_id)
+            record = self._remove_row(conn, namespace, memory_id, keep_version=True)
             if record is None:
                 return False
-            self._keep_version(conn, record)
             conn.execute("INSERT OR REPLACE INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) "
                          "VALUES (?, ?, ?, ?)", (memory_id, namespace, record.user_id,
                                                  to_micros(now or datetime.now(timezone.utc))))
@@ -1036,13 +1050,17 @@ class SQLiteBackend(Backend):
                                                   "AND deleted_at > ?", (*params, at_us))]
             wanted = [*changed, *deleted]
             versions: dict[str, builtins.list[dict[str, Any]]] = {}
+            past_vectors: dict[tuple[str, int], tuple[bytes, str | None]] = {}
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
-                for memory_id, record in conn.execute(
-                        f"SELECT memory_id, record FROM memory_versions WHERE namespace = ? AND memory_id IN "
-                        f"({', '.join('?' for _ in chunk)})", (namespace, *chunk)):
+                for memory_id, version, record, vector, vector_model in conn.execute(
+                        f"SELECT memory_id, version, record, vector, vector_model FROM memory_versions "
+                        f"WHERE namespace = ? AND memory_id IN ({', '.join('?' for _ in chunk)})", (namespace, *chunk)):
                     versions.setdefault(memory_id, []).append(json.loads(record))
-        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
+                    if vector is not None:
+                        past_vectors[(memory_id, version)] = (vector, vector_model)
+        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32),
+                                   past_vectors)
 
     def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
         user, params = ("", []) if user_id is None else (" AND user_id = ?", [user_id])

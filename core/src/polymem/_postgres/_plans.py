@@ -261,6 +261,7 @@ class Plans:
             new = new.replace(embedding_model=model_id)
             if vector is not None:
                 yield from self._ensure_index(model_id, len(vector))
+        yield Q(_KEEP_VECTOR, (namespace, memory_id), "none")
         v = record_values(new)
         tsv = None if terms is None else tsvector_literal(namespace, new.user_id, terms)
         count = yield Q(
@@ -277,6 +278,7 @@ class Plans:
         return new
 
     def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> PgPlan[bool]:
+        yield Q(_KEEP_VECTOR, (namespace, memory_id), "none")
         row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING user_id",
                       (namespace, memory_id), "one")
         if row is None:
@@ -324,11 +326,15 @@ class Plans:
                                           "AND deleted_at > %s", (*params, at)))]
         wanted = [*changed, *deleted]
         versions: dict[str, builtins.list[dict[str, Any]]] = {}
+        past_vectors: dict[tuple[str, int], tuple[bytes, str | None]] = {}
         if wanted:
-            for memory_id, record_json in (yield Q("SELECT memory_id, record FROM polymem_memory_versions "
-                                                   "WHERE namespace = %s AND memory_id = ANY(%s)", (namespace, wanted))):
+            for memory_id, version, record_json, vector, vector_model in (yield Q(
+                    "SELECT memory_id, version, record, vector_send(vector), vector_model FROM polymem_memory_versions "
+                    "WHERE namespace = %s AND memory_id = ANY(%s)", (namespace, wanted))):
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
-        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
+                if vector is not None:
+                    past_vectors[(memory_id, version)] = (vector, vector_model)
+        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes, past_vectors)
 
     def written_since(self, namespace: str, at: datetime, user_id: str | None) -> PgPlan[builtins.list[str]]:
         user, params = ("", []) if user_id is None else (" AND user_id = %s", [user_id])
@@ -726,6 +732,11 @@ class Plans:
         return [r[0] for r in rows]
 
 
+# The version a memory's row holds keeps the row's vector (and its model) before the row is
+# replaced or deleted: a recall `as_of` then ranks that version by it, without embedding it again.
+_KEEP_VECTOR = ("UPDATE polymem_memory_versions v SET vector = m.vector, vector_model = m.embedding_model "
+                "FROM polymem_memories m WHERE m.namespace = %s AND m.memory_id = %s AND v.namespace = m.namespace "
+                "AND v.memory_id = m.memory_id AND v.version = m.version")
 _WRITE_VERSION = ("INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) VALUES (%s, %s, %s, %s) "
                   "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record")
 

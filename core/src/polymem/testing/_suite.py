@@ -23,7 +23,7 @@ from polymem import (
     VersionConflictError,
 )
 
-from . import FakeClock, call, local_embedder
+from . import FakeClock, RecordingEmbedder, call, local_embedder
 
 
 class MemoryConformance:
@@ -804,6 +804,25 @@ class MemoryConformance:
                     assert [getattr(h, part) for h in searched] == pytest.approx(
                         [getattr(h, part) for h in ranked], abs=1e-6), (question, part)
 
+    def test_a_recall_as_of_the_past_embeds_only_its_query(self, open_store: Any, clock: FakeClock) -> None:
+        """Each version keeps the vector it had: an updated or deleted memory's earlier content is
+        ranked by it, never embedded again."""
+        embedder = RecordingEmbedder(local_embedder())
+        mem = open_store(clock, embedder)
+        try:
+            dog = call(mem.save("My dog is called Rex", user_id="ann"))
+            cat = call(mem.save("My cat is called Tom", user_id="ann"))
+            then = clock.advance(days=1)
+            clock.advance(days=1)
+            call(mem.update(dog.memory_id, content="I gave my dog away"))
+            call(mem.delete(cat.memory_id))
+            embedder.texts.clear()
+            hits = call(mem.recall("my pets' names", user_id="ann", as_of=then))
+            assert sorted(h.memory.content for h in hits) == ["My cat is called Tom", "My dog is called Rex"]
+            assert embedder.texts == ["my pets' names"]
+        finally:
+            call(mem.close())
+
     def test_a_recall_as_of_the_past_reinforces_nothing(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         then = clock.advance(hours=1)
@@ -989,3 +1008,4 @@ class MemoryConformance:
         assert mine.content == "I like tea" and mine.namespace == mem.namespace
         assert call(mem.put("locker", "My bike is red", user_id="bob")).version == 1
         assert call(other.get(theirs.memory_id)) == theirs and call(other.get(put.memory_id)) == put
+

@@ -363,10 +363,17 @@ class RecordStore(ABC):
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
 
     @abstractmethod
+    def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        """The deleted, unpurged memories of the namespace (of one user), oldest deletion first:
+        {"memory_id", "user_id", "deleted_at" (ISO-8601), "versions" (dicts, oldest first)}."""
+
+    @abstractmethod
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
         """Import snapshot rows; `sessions` only when this store holds the sessions too (a
-        `Backend`: one transaction for both), else the transport passes none."""
+        `Backend`: one transaction for both), else the transport passes none. A row with a
+        `deleted_at` is a deleted memory: its versions and tombstone are stored, no live row
+        (skipped, as a duplicate, when the namespace knows its id already)."""
 
     @abstractmethod
     def stats(self, namespace: str) -> dict[str, Any]: ...
@@ -528,6 +535,9 @@ class AsyncRecordStore(ABC):
     @abstractmethod
     async def export_page(self, namespace: str, user_id: str | None, after: int,
                           limit: int) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    async def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
 
     @abstractmethod
     async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],

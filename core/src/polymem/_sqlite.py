@@ -1384,6 +1384,17 @@ class SQLiteBackend(Backend):
                 })
             return out
 
+    def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        user, params = ("", []) if user_id is None else (" AND user_id = ?", [user_id])
+        with self._read() as conn:
+            dead = conn.execute(f"SELECT memory_id, user_id, deleted_at FROM memory_tombstones WHERE namespace = ?"
+                                f"{user} ORDER BY deleted_at, memory_id", (namespace, *params)).fetchall()
+            return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(from_micros(deleted_at)),
+                     "versions": [json.loads(r[0]) for r in conn.execute(
+                         "SELECT record FROM memory_versions WHERE namespace = ? AND memory_id = ? ORDER BY version",
+                         (namespace, memory_id))]}
+                    for memory_id, owner, deleted_at in dead]
+
     def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
         infos = self.session_list(namespace, user_id)
         out = []
@@ -1409,6 +1420,9 @@ class SQLiteBackend(Backend):
             for item in rows:
                 record: MemoryRecord = item["record"]
                 key = item.get("idempotency_key")
+                if item.get("deleted_at") is not None:
+                    report.duplicates += not self._import_tombstone(conn, namespace, record, item)
+                    continue
                 exists = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ?",
                                       (namespace, record.memory_id)).fetchone() or (
                     key is not None and conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND idempotency_key = ?",
@@ -1431,6 +1445,21 @@ class SQLiteBackend(Backend):
                 report.imported += 1
             report.sessions = self._import_sessions(conn, namespace, sessions)
         return report
+
+    @staticmethod
+    def _import_tombstone(conn: sqlite3.Connection, namespace: str, record: MemoryRecord, item: dict[str, Any]) -> bool:
+        """A deleted memory's versions and tombstone; False if the namespace knows its id already."""
+        known = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ? UNION ALL "
+                             "SELECT 1 FROM memory_tombstones WHERE namespace = ? AND memory_id = ?",
+                             (namespace, record.memory_id, namespace, record.memory_id)).fetchone()
+        if known:
+            return False
+        conn.execute("INSERT INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) VALUES (?, ?, ?, ?)",
+                     (record.memory_id, namespace, record.user_id, to_micros(item["deleted_at"])))
+        conn.executemany(
+            "INSERT OR REPLACE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
+            [(namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
+        return True
 
     def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         with self._write() as conn:

@@ -303,6 +303,17 @@ class ExportPage(StorageOp):
 
 
 @dataclass(frozen=True)
+class ExportTombstones(StorageOp):
+    """The namespace's deleted memories (of one user) that are not purged: each one's id, user,
+    deletion time and versions, for a snapshot."""
+
+    method: ClassVar[str] = "export_tombstones"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
+
+
+@dataclass(frozen=True)
 class ImportRows(StorageOp):
     """Import snapshot rows (and sessions, when the record store holds them too)."""
 

@@ -572,6 +572,9 @@ class Plans:
         (or idempotency keys) already present. `staged`: `stage_import(namespace, rows)`,
         when the caller made it beforehand (`bulk_import` does, while the previous batch loads)."""
         report = ImportReport()
+        for item in (r for r in rows if r.get("deleted_at") is not None):
+            report.duplicates += not (yield from self._import_tombstone(namespace, item))
+        rows = [r for r in rows if r.get("deleted_at") is None]
         if rows:
             models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
             bulk = len(rows) >= self.bulk_rows
@@ -601,10 +604,33 @@ class Plans:
                 for model, dim in models:
                     self.known_models.discard(model or "")
                     yield from self._ensure_index(model, dim)
-            report.duplicates = len(rows) - report.imported
+            report.duplicates += len(rows) - report.imported
         if with_sessions:
             report.sessions = yield from self.import_sessions(namespace, sessions)
         return report
+
+    def _import_tombstone(self, namespace: str, item: dict[str, Any]) -> PgPlan[bool]:
+        """A deleted memory's versions and tombstone; False if the namespace knows its id already."""
+        record: MemoryRecord = item["record"]
+        added = yield Q("INSERT INTO polymem_memory_tombstones (memory_id, namespace, user_id, deleted_at) "
+                        "SELECT %s, %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM polymem_memories WHERE namespace = %s "
+                        "AND memory_id = %s) ON CONFLICT (namespace, memory_id) DO NOTHING",
+                        (record.memory_id, namespace, record.user_id, item["deleted_at"], namespace, record.memory_id),
+                        "rowcount")
+        if added:
+            yield Q(_WRITE_VERSION, [(namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"]],
+                    "many")
+        return bool(added)
+
+    def export_tombstones(self, namespace: str, user_id: str | None) -> PgPlan[builtins.list[dict[str, Any]]]:
+        user, params = ("", []) if user_id is None else (" AND t.user_id = %s", [user_id])
+        rows = yield Q("SELECT t.memory_id, t.user_id, t.deleted_at, array_agg(v.record ORDER BY v.version) "
+                       "FROM polymem_memory_tombstones t JOIN polymem_memory_versions v "
+                       "ON v.namespace = t.namespace AND v.memory_id = t.memory_id "
+                       f"WHERE t.namespace = %s{user} GROUP BY t.memory_id, t.user_id, t.deleted_at "
+                       "ORDER BY t.deleted_at, t.memory_id", (namespace, *params))
+        return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(deleted_at.astimezone(timezone.utc)),
+                 "versions": [json.loads(v) for v in versions]} for memory_id, owner, deleted_at, versions in rows]
 
     def drop_vector_index(self, model_id: str | None) -> PgPlan[None]:
         if model_id is None:

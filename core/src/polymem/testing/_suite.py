@@ -519,8 +519,7 @@ class MemoryConformance:
 
     def test_a_restored_snapshot_answers_valid_at_and_as_of_for_live_memories(
             self, mem: Any, open_store: Any, clock: FakeClock) -> None:
-        """Validity travels in the metadata and versions with their memory (a deleted memory's
-        tombstone does not travel yet: a restored store has no past for it)."""
+        """Validity travels in the metadata and versions with their memory."""
         paris = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc),
                               valid_to=datetime(2024, 1, 1, tzinfo=timezone.utc)))
         then = clock.advance(days=1)
@@ -536,6 +535,50 @@ class MemoryConformance:
             in_2022 = datetime(2022, 1, 1, tzinfo=timezone.utc)
             assert [r.content for r in call(target.list(user_id="ann", valid_at=in_2022))] == ["I lived in Paris"]
             assert call(target.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+        finally:
+            call(target.close())
+
+    def test_a_restored_snapshot_answers_as_of_for_deleted_memories_as_the_original(
+            self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """A deleted memory travels as a tombstone with its versions: the restored store sees it
+        before its deletion, in the version of then, and not after, as the original does."""
+        gone = call(mem.save("My address is 1 Elm Street", user_id="ann"))
+        call(mem.save("I like jazz", user_id="ann"))
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        call(mem.update(gone.memory_id, content="My address is 2 Oak Road"))
+        call(mem.delete(gone.memory_id))
+        buffer = io.BytesIO()
+        assert call(mem.export_snapshot(buffer)) == 1
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            assert (call(target.import_snapshot(buffer)).imported, call(target.get(gone.memory_id))) == (1, None)
+            assert call(target.history(gone.memory_id)) == call(mem.history(gone.memory_id))
+            for store in (mem, target):
+                assert call(store.get(gone.memory_id, as_of=then)).content == "My address is 1 Elm Street"
+                assert call(store.get(gone.memory_id, as_of=clock.now)) is None
+            assert [(h.memory.memory_id, h.memory.version) for h in call(
+                target.recall("Where do I live?", user_id="ann", as_of=then))] == [
+                (h.memory.memory_id, h.memory.version) for h in call(
+                    mem.recall("Where do I live?", user_id="ann", as_of=then))]
+            buffer.seek(0)
+            assert call(target.import_snapshot(buffer)).duplicates == 2
+        finally:
+            call(target.close())
+
+    def test_a_snapshot_of_format_version_1_still_imports(self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """Version 1 predates tombstones: no tombstone lines and no `tombstones` count."""
+        self._fill(mem, clock)
+        buffer = io.BytesIO()
+        call(mem.export_snapshot(buffer))
+        lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+        lines[0]["version"] = 1
+        del lines[-1]["tombstones"]
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            report = call(target.import_snapshot(io.BytesIO(b"".join(json.dumps(x).encode() + b"\n" for x in lines))))
+            assert (report.imported, report.sessions) == (3, 1)
         finally:
             call(target.close())
 
@@ -562,7 +605,7 @@ class MemoryConformance:
         buffer = io.BytesIO()
         call(lexical.export_snapshot(buffer))
         header = json.loads(buffer.getvalue().splitlines()[0])
-        assert header["format"] == "polymem-snapshot" and header["version"] == 1
+        assert header["format"] == "polymem-snapshot" and header["version"] == 2
         target = open_store(clock, local_embedder(), fresh=True)
         try:
             buffer.seek(0)

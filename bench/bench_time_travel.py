@@ -5,8 +5,8 @@ vectors of generated sentences, perturbed), spread over U users; then updates 1%
 0.5% of them, so a recall `as_of` the moment before reads past versions and tombstones too.
 Each round recalls one query four ways, in turn: plain, explain=True, as_of=before, and as_of on
 a copy of the store whose past versions have no vector (as versions kept before SQLite migration
-10 have, and every version had before it: the past versions are embedded again by the real
-model). The query's embedding is precomputed (it would cost the same in each); any other text is
+10 have, and every version had before it), opened read-only so that it cannot keep the vectors it
+embeds: its past versions are embedded again by the real model on every recall, as before. The query's embedding is precomputed (it would cost the same in each); any other text is
 embedded by the real model. Prints p50/p99 per way, the ratios to plain, the texts embedded per
 as_of recall, and the machine's load average before and after.
 
@@ -93,7 +93,8 @@ def main() -> None:
                 with sqlite3.connect(Path(tmp) / "unvectored.db") as conn:
                     conn.execute("UPDATE memory_versions SET vector = NULL, vector_model = NULL")
                 stores = {"kept": polymem.open(url, embedder=embedder),
-                          "unvectored": polymem.open(f"sqlite:///{Path(tmp) / 'unvectored.db'}", embedder=embedder)}
+                          "unvectored": polymem.open(f"sqlite:///{Path(tmp) / 'unvectored.db'}?mode=ro",
+                                                      embedder=embedder)}
                 for mem in stores.values():
                     mem.recall(QUERIES[0], user_id="u0")  # load the vector cache
                 latency: dict[str, list[float]] = {way: [] for way in WAYS}

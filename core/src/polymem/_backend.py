@@ -360,6 +360,11 @@ class RecordStore(ABC):
         """Store the vectors of `model_id` of these memories (memory_id, vector) of the namespace."""
 
     @abstractmethod
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        """Store these vectors of `model_id` with these past versions (memory_id, version, vector),
+        each only where its version has no vector yet (versions kept before they had one)."""
+
+    @abstractmethod
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
 
     @abstractmethod
@@ -531,6 +536,10 @@ class AsyncRecordStore(ABC):
 
     @abstractmethod
     async def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
+
+    @abstractmethod
+    async def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]],
+                                   model_id: str) -> None: ...
 
     @abstractmethod
     async def export_page(self, namespace: str, user_id: str | None, after: int,

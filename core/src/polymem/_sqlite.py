@@ -1367,6 +1367,12 @@ class SQLiteBackend(Backend):
                              "WHERE namespace = ? AND memory_id = ?",
                              [(_blob(v), model_id, seq, namespace, mid) for mid, v in items])
 
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        with self._write() as conn:
+            conn.executemany("UPDATE memory_versions SET vector = ?, vector_model = ? WHERE namespace = ? "
+                             "AND memory_id = ? AND version = ? AND vector IS NULL",
+                             [(_blob(v), model_id, namespace, mid, version) for mid, version, v in items])
+
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
         clause = " AND m.user_id = ?" if user_id is not None else ""
         args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())

@@ -536,6 +536,13 @@ class Plans:
                  for mid, v in sorted(items, key=lambda x: x[0])], "many")
         return None
 
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]],
+                             model_id: str) -> PgPlan[None]:
+        yield Q("UPDATE polymem_memory_versions SET vector = %s::vector, vector_model = %s WHERE namespace = %s "
+                "AND memory_id = %s AND version = %s AND vector IS NULL",
+                [(np.asarray(v, dtype=np.float32), model_id, namespace, mid, version)
+                 for mid, version, v in sorted(items, key=lambda x: (x[0], x[1]))], "many")
+
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan[builtins.list[dict[str, Any]]]:
         clause = " AND m.user_id = %s" if user_id is not None else ""
         args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())

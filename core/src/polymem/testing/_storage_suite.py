@@ -142,6 +142,15 @@ class RecordStoreConformance:
                                                                     ("beta fact", old_b.tolist())]
         assert [v for _, v in call(records.as_of(NS, NOW + timedelta(hours=1), "u", None, "other"))] == [None, None]
 
+    def test_a_past_version_without_a_vector_keeps_the_one_given_and_no_later_one(self, records: Any) -> None:
+        (a,) = self._insert(records, "alpha fact")  # saved without a vector: its past version has none
+        call(records.update(Update(NS, a.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=2))))
+        given, later = np.array([1, 0, 0], dtype=np.float32), np.array([0, 1, 0], dtype=np.float32)
+        call(records.keep_version_vectors(NS, [(a.memory_id, 1, given)], "m"))
+        call(records.keep_version_vectors(NS, [(a.memory_id, 1, later)], "m"))
+        (past, vector), = call(records.as_of(NS, NOW + timedelta(hours=1), None, [a.memory_id], "m"))
+        assert (past.version, vector.tolist()) == (1, given.tolist())
+
     def test_purge_removes_the_memory_its_versions_and_its_tombstone(self, records: Any) -> None:
         a, b = self._insert(records, "alpha fact", "beta fact")
         call(records.update(Update(NS, a.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=1))))

@@ -25,6 +25,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -151,7 +152,7 @@ class _TableThenModel:
         self.model, self.table, self.texts = model, table, 0
         self.model_id, self.dimension = model.model_id, model.dimension
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.table]
         if missing:
             self.texts += len(missing)

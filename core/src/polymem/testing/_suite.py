@@ -1008,11 +1008,11 @@ class MemoryConformance:
         then = clock.advance(hours=1)
         clock.advance(hours=1)
         call(other.update(theirs.memory_id, content="My PIN is 9876"))
-        deleted = call(other.save("My locker is 12", user_id="bob"))
-        call(other.delete(deleted.memory_id))  # its tombstone and versions stay
         buffer = io.BytesIO()
         call(other.export_snapshot(buffer))  # `theirs` alone: an explicit id to write
         snapshot = buffer.getvalue()
+        deleted = call(other.save("My locker is 12", user_id="bob"))
+        call(other.delete(deleted.memory_id))  # its tombstone and versions stay
 
         def answers(memory_id: str) -> dict[str, Any]:
             probes: dict[str, Callable[[], Any]] = {

@@ -3,9 +3,12 @@
 Builds an SQLite store of N memories (vectors as in bench_core.py: real all-MiniLM-L6-v2
 vectors of generated sentences, perturbed), spread over U users; then updates 1% and deletes
 0.5% of them, so a recall `as_of` the moment before reads past versions and tombstones too.
-Each round recalls one query three ways, in turn (plain, explain=True, as_of=before), the
-query's embedding precomputed (it would cost the same in each). Prints p50/p99 per way, the
-ratios to plain, and the machine's load average before and after.
+Each round recalls one query four ways, in turn: plain, explain=True, as_of=before, and as_of on
+a copy of the store whose past versions have no vector (as versions kept before SQLite migration
+10 have, and every version had before it), opened read-only so that it cannot keep the vectors it
+embeds: its past versions are embedded again by the real model on every recall, as before. The query's embedding is precomputed (it would cost the same in each); any other text is
+embedded by the real model. Prints p50/p99 per way, the ratios to plain, the texts embedded per
+as_of recall, and the machine's load average before and after.
 
     python bench/bench_time_travel.py                          # 100k memories, 100 users and 1 user
     python bench/bench_time_travel.py --sizes 2000 --queries 10 --no-record
@@ -16,9 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
+import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,15 +32,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _results  # noqa: E402
-from bench_core import QUERIES, TableEmbedder, percentile, sentences  # noqa: E402
+from bench_core import QUERIES, percentile, sentences  # noqa: E402
 
 import polymem  # noqa: E402
 from polymem import MemoryDraft  # noqa: E402
 
-WAYS = ("plain", "explain", "as_of")
+WAYS = ("plain", "explain", "as_of", "as_of_unvectored")
 
 
-def build(url: str, size: int, users: int, vectors: np.ndarray, texts: list[str], embedder: TableEmbedder,
+def build(url: str, size: int, users: int, vectors: np.ndarray, texts: list[str], embedder: polymem.Embedder,
           rng: random.Random) -> datetime:
     """Fill the store; change some memories afterwards; the moment before the changes."""
     mem = polymem.open(url, embedder=embedder)
@@ -70,12 +76,7 @@ def main() -> None:
     except polymem.PolymemError:
         real = polymem.SentenceTransformerEmbedder()
     dim = real.dimension
-    revised = [f"revised note {i} about green tea" for i in range(4)]
-    table = {q: np.array(v, dtype=np.float32) for q, v in zip(QUERIES + revised, real.embed(QUERIES + revised))}
-    # The as_of recall embeds past versions whose content changed since: the bench's embedder
-    # must answer for any text, so unknown texts get the vector of a revised note.
-    fallback = table[revised[0]]
-    embedder = TableEmbedder(real.model_id, _Defaulting(table, fallback), dim)
+    embedder = _TableThenModel(real, dict(zip(QUERIES, np.array(real.embed(QUERIES), dtype=np.float32))))
     base_texts = sentences(3000, rng)
     base = np.array(real.embed(base_texts), dtype=np.float32)
     load_before = os.getloadavg()
@@ -89,27 +90,44 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 url = f"sqlite:///{Path(tmp) / 'bench.db'}"
                 before = build(url, size, users, vectors, texts, embedder, rng)
-                mem = polymem.open(url, embedder=embedder)
-                mem.recall(QUERIES[0], user_id="u0")  # load the vector cache
+                shutil.copy(Path(tmp) / "bench.db", Path(tmp) / "unvectored.db")
+                with sqlite3.connect(Path(tmp) / "unvectored.db") as conn:
+                    conn.execute("UPDATE memory_versions SET vector = NULL, vector_model = NULL")
+                stores = {"kept": polymem.open(url, embedder=embedder),
+                          "unvectored": polymem.open(f"sqlite:///{Path(tmp) / 'unvectored.db'}?mode=ro",
+                                                      embedder=embedder)}
+                for mem in stores.values():
+                    mem.recall(QUERIES[0], user_id="u0")  # load the vector cache
                 latency: dict[str, list[float]] = {way: [] for way in WAYS}
+                embedded: dict[str, list[int]] = {way: [] for way in WAYS}
                 for i in range(args.queries):
                     query, user = QUERIES[i % len(QUERIES)], f"u{i % users}"
-                    for way in WAYS[i % 3:] + WAYS[:i % 3]:  # each way first as often as the others
-                        options = {"explain": {"explain": True}, "as_of": {"as_of": before}}.get(way, {})
+                    for way in WAYS[i % 4:] + WAYS[:i % 4]:  # each way first as often as the others
+                        options = {"explain": {"explain": True}, "as_of": {"as_of": before},
+                                   "as_of_unvectored": {"as_of": before}}.get(way, {})
+                        mem = stores["unvectored" if way == "as_of_unvectored" else "kept"]
+                        embedder.texts = 0
                         t0 = time.perf_counter()
                         mem.recall(query, user_id=user, top_k=10, **options)
                         latency[way].append(time.perf_counter() - t0)
-                mem.close()
+                        embedded[way].append(embedder.texts)
+                for mem in stores.values():
+                    mem.close()
             plain = percentile(latency["plain"], 50)
             rows.append((size, users, *(x for way in WAYS for x in (percentile(latency[way], 50),
                                                                       percentile(latency[way], 99))),
-                         percentile(latency["explain"], 50) / plain, percentile(latency["as_of"], 50) / plain))
+                         *(percentile(latency[way], 50) / plain for way in WAYS[1:]),
+                         *(float(np.mean(embedded[way])) for way in WAYS[2:])))
             print(f"done {size} x {users} users", flush=True)
     load_after = os.getloadavg()
     header = ("| memories | users | plain p50 ms | plain p99 ms | explain p50 ms | explain p99 ms | as_of p50 ms "
-              "| as_of p99 ms | explain / plain (p50) | as_of / plain (p50) |\n|---|---|---|---|---|---|---|---|---|---|")
-    lines = [f"| {s:,} | {u} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {e:.2f} | {f:.2f} | {g:.2f} | {h:.1f} |"
-             for s, u, a, b, c, d, e, f, g, h in rows]
+              "| as_of p99 ms | as_of, versions without vectors p50 ms | as_of, versions without vectors p99 ms "
+              "| explain / plain (p50) | as_of / plain (p50) | as_of without vectors / plain (p50) "
+              "| texts embedded per as_of recall | the same, without vectors |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = ["| " + " | ".join([f"{s:,}", str(u), *(f"{x:.2f}" for x in times), *(f"{x:.2f}" for x in ratios),
+                                *(f"{x:.0f}" for x in texts)]) + " |"
+             for s, u, *rest in rows for times, ratios, texts in [(rest[:8], rest[8:11], rest[11:])]]
     load = (f"load average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}, "
             f"after {', '.join(f'{x:.2f}' for x in load_after)}")
     text = "\n".join([header, *lines])
@@ -118,17 +136,26 @@ def main() -> None:
     if not args.no_record:
         _results.append("explain and as_of", "bench_time_travel.py",
                         f"; {load}. {args.queries} recalls per way, alternated; top_k=10, one user's scope; query "
-                        f"embedding precomputed; 1% of memories updated and 0.5% deleted after the as_of moment. "
+                        f"embedding precomputed, other texts embedded by {embedder.model_id} ({type(real).__name__}); "
+                        f"1% of memories updated and 0.5% deleted after the as_of moment. "
                         f"polymem {polymem.__version__}.\n\n{text}")
 
 
-class _Defaulting(dict[str, np.ndarray]):
-    def __init__(self, table: dict[str, np.ndarray], fallback: np.ndarray) -> None:
-        super().__init__(table)
-        self.fallback = fallback
+class _TableThenModel:
+    """The precomputed vectors of the queries; any other text embedded by the real model
+    (`texts`: how many it embedded since last reset)."""
 
-    def __missing__(self, key: str) -> np.ndarray:
-        return self.fallback
+    def __init__(self, model: polymem.Embedder, table: dict[str, np.ndarray]) -> None:
+        self.model, self.table, self.texts = model, table, 0
+        self.model_id, self.dimension = model.model_id, model.dimension
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.table]
+        if missing:
+            self.texts += len(missing)
+            fresh = dict(zip(missing, self.model.embed(missing)))
+            return [fresh[t] if t in fresh else self.table[t].tolist() for t in texts]
+        return [self.table[t].tolist() for t in texts]
 
 
 if __name__ == "__main__":

@@ -138,4 +138,4 @@ def test_time_travel_bench_alternates_plain_explain_and_as_of_at_a_tiny_size(tmp
     out = _run([str(BENCH / "bench_time_travel.py"), "--sizes", "300", "--users", "3", "--queries", "3",
                 "--no-record"], tmp_path)
     row = next(line for line in out.splitlines() if line.startswith("| 300 |"))
-    assert len(row.split("|")) == 12 and "load average" in out
+    assert len(row.split("|")) == 17 and "load average" in out

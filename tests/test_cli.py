@@ -139,3 +139,29 @@ def test_every_command_is_in_the_readme() -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     for name, _ in _commands(main):
         assert f"`{name}" in readme, name
+
+
+def test_recall_explain_prints_one_row_of_score_parts_per_hit(url: str) -> None:
+    run("save", "I like blue", "--user", "ann", "--url", url, "--no-embedder")
+    run("save", "My blue car is parked outside", "--user", "ann", "--url", url, "--no-embedder")
+    out = run("recall", "blue car", "--user", "ann", "--url", url, "--no-embedder", "--explain")
+    table = out.split("\n\n")[1].splitlines()
+    assert table[0].split()[:6] == ["#", "score", "cosine", "text", "terms", "(weight)"]
+    assert [row.split()[0] for row in table[1:]] == ["1", "2"]
+    assert "car(" in table[1] and "blue(" in table[1]
+    assert "relevance = text rank (lexical mode)" in out
+
+
+def test_purge_removes_a_memory_with_its_past_for_good(url: str) -> None:
+    memory_id = run("save", "My passport number is X123", "--user", "ann", "--url", url, "--no-embedder").strip()
+    with polymem.open(url, embedder=None) as mem:
+        saved_at = mem.get(memory_id).created_at
+        mem.update(memory_id, content="My passport number is Y456")
+    assert "deleted" in run("delete", memory_id, "--url", url)
+    assert json.loads(run("get", memory_id, "--as-of", saved_at.isoformat(), "--url", url, "--json"))["content"] == \
+        "My passport number is X123"
+    assert "purged" in run("purge", memory_id, "--url", url)
+    with polymem.open(url, embedder=None) as mem:
+        assert mem.history(memory_id) == [] and mem.get(memory_id, as_of=saved_at) is None
+    again = CliRunner().invoke(main, ["purge", memory_id, "--url", url])
+    assert again.exit_code == 1 and "no memory" in again.output

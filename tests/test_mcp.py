@@ -220,3 +220,16 @@ async def test_stdio_concurrent_calls_all_answer(tmp_path: Path) -> None:
         found = await asyncio.gather(*[mcp.call_tool("recall_memories", {"query": "locker", "top_k": 20})
                                        for _ in range(6)])
         assert all(r.structuredContent is not None and len(r.structuredContent["memories"]) == 12 for r in found)
+
+
+async def test_recall_with_explain_gives_each_hit_its_score_parts_as_structured_data(tmp_path: Path) -> None:
+    async with stdio_session("--url", f"sqlite:///{tmp_path / 'm.db'}", "--no-embedder") as mcp:
+        await mcp.call_tool("save_memory", {"content": "Ann prefers window seats", "user_id": "ann"})
+        recalled = await mcp.call_tool("recall_memories", {"query": "window seats", "user_id": "ann", "explain": True})
+        assert recalled.structuredContent is not None
+        (hit,) = recalled.structuredContent["memories"]
+        why = hit["explanation"]
+        assert why["score"] == pytest.approx(hit["score"]) and why["relevance"]["mode"] == "lexical"
+        assert why["text"]["rank"] == pytest.approx(1.0) and why["text"]["terms"]
+        assert {"base", "decay_factor", "access_bonus", "value"} <= set(why["live"])
+

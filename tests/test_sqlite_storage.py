@@ -6,9 +6,11 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import polymem
 from polymem._filters import dumps
+from polymem.testing import FakeClock, RecordingEmbedder, local_embedder
 
 
 def _versions_table(path: Path) -> list[tuple[str, int]]:
@@ -106,3 +108,38 @@ def test_durability_full_in_the_url_syncs_every_commit_and_normal_stays_the_defa
                        for name, store in (("full", full), ("normal", normal))}
         assert full.url.endswith("?durability=full")
     assert synchronous == {"full": 2, "normal": 1}
+
+
+def _updated_then_unvectored(path: Path) -> tuple[str, Any]:
+    """A store whose dog memory changed after `then`, its past version kept without a vector (as
+    versions kept before migration 10 are); (memory_id, then)."""
+    clock = FakeClock()
+    with polymem.open(f"sqlite:///{path}", embedder=local_embedder(), clock=clock) as mem:
+        dog = mem.save("My dog is called Rex", user_id="ann")
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        mem.update(dog.memory_id, content="I gave my dog away")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE memory_versions SET vector = NULL, vector_model = NULL")
+    return dog.memory_id, then
+
+
+def test_a_past_version_kept_without_a_vector_is_embedded_once_then_keeps_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    _, then = _updated_then_unvectored(path)
+    embedder = RecordingEmbedder(local_embedder())
+    with polymem.open(f"sqlite:///{path}", embedder=embedder) as mem:
+        first = mem.recall("my dog", user_id="ann", as_of=then)
+        second = mem.recall("my dog", user_id="ann", as_of=then)
+    assert embedder.texts == ["my dog", "My dog is called Rex", "my dog"]
+    assert [(h.memory.content, h.similarity) for h in first] == [(h.memory.content, h.similarity) for h in second]
+
+
+def test_a_read_only_store_recalls_the_past_without_keeping_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    memory_id, then = _updated_then_unvectored(path)
+    with polymem.open(f"sqlite:///{path}?mode=ro", embedder=local_embedder()) as mem:
+        (hit,) = mem.recall("my dog", user_id="ann", as_of=then)
+    assert (hit.memory.memory_id, hit.memory.content) == (memory_id, "My dog is called Rex")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_versions WHERE vector IS NOT NULL").fetchone() == (0,)

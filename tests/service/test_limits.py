@@ -4,9 +4,7 @@ whose client went away stops its work."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -14,6 +12,7 @@ import pytest
 
 from polymem.server._app import create_app
 from polymem.server._limits import RateLimiter
+from polymem.testing import RecordingEmbedder
 
 TEXT = ("the quick brown fox jumps over a lazy dog while agents remember everything " * 60)[:4000]
 
@@ -80,21 +79,6 @@ async def test_embedding_256_texts_of_4kb_is_refused_before_any_work(deploy: Any
     assert response.status_code == 413 and "characters to embed" in response.json()["error"]["message"]
 
 
-class CountingEmbedder:
-    """The real model, counting the texts it was asked to embed."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
-        self.embedded = 0
-        self.lock = threading.Lock()
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        vectors = self.inner.embed(texts)
-        with self.lock:
-            self.embedded += len(texts)
-        return vectors
-
-
 def test_an_abandoned_embed_request_stops_embedding(deploy: Any) -> None:
     from polymem._embedders import resolve_embedder
 
@@ -102,24 +86,24 @@ def test_an_abandoned_embed_request_stops_embedding(deploy: Any) -> None:
     start = time.perf_counter()
     model.embed([TEXT] * 4)
     four_texts = time.perf_counter() - start  # on this machine, at its load now
-    counting = CountingEmbedder(model)
+    counting = RecordingEmbedder(model)
     d = deploy(embedder=counting)
     d.app = create_app(d.service, max_embed_chars=10**6)
     texts = [TEXT] * 16
     with pytest.raises(httpx.TimeoutException):
         httpx.post(f"{d.url}/v1/embed", json={"texts": texts}, headers=_auth(d.token()), timeout=0.5)
     time.sleep(2 * four_texts * len(texts) / 4)  # twice what finishing the whole request would take
-    assert counting.embedded < len(texts)
+    assert len(counting.texts) < len(texts)
 
 
 def test_the_client_splits_a_large_embedding_into_requests_the_service_accepts(deploy: Any) -> None:
     from polymem._embedders import resolve_embedder
 
-    counting = CountingEmbedder(resolve_embedder("auto"))
+    counting = RecordingEmbedder(resolve_embedder("auto"))
     d = deploy(embedder=counting)
     mem = d.client("loopback-sync")
     vectors = mem.embedder.embed([TEXT] * 10)  # 40,000 characters: two requests
-    assert len(vectors) == 10 and counting.embedded == 10
+    assert len(vectors) == 10 and len(counting.texts) == 10
 
 
 @pytest.mark.parametrize("mode", ["loopback-sync", "loopback-async"])

@@ -159,20 +159,30 @@ Changed = dict[str, tuple[str, Any, "str | None"]]
 """Memories written since a moment: id -> (present content, present stored vector, its model)."""
 
 
+PastVectors = Mapping[tuple[str, int], tuple[Any, "str | None"]]
+"""The vectors stored with past versions: (memory_id, version) -> (stored vector, its model)."""
+
+
 def versions_then(wanted: Sequence[str], versions: Mapping[str, Sequence[dict[str, Any]]], changed: Changed,
-                  at: datetime, model_id: str | None,
-                  decode: Callable[[Any], np.ndarray]) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
+                  at: datetime, model_id: str | None, decode: Callable[[Any], np.ndarray],
+                  past_vectors: PastVectors | None = None) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:
     """`as_of`'s memories that changed (or were deleted) since `at`: each in its version of `at`
-    (those not yet saved then left out), with the present vector where that version's content
-    is still the present one (`decode` turns the stored vector into an array)."""
+    (those not yet saved then left out), with the vector of `model_id` stored with that version,
+    else the present one where that version's content is still the present one (`decode` turns
+    a stored vector into an array); None when neither is."""
     out: builtins.list[tuple[MemoryRecord, np.ndarray | None]] = []
     for memory_id in wanted:
         past = version_at(versions.get(memory_id, ()), at)
         if past is None:
             continue
+        kept, kept_model = (past_vectors or {}).get((memory_id, past.version), (None, None))
         content, blob, model = changed.get(memory_id, (None, None, None))
-        same = blob is not None and model == model_id and content == past.content
-        out.append((past, decode(blob) if same else None))
+        if kept is not None and model_id is not None and kept_model == model_id:
+            out.append((past, decode(kept)))
+        elif blob is not None and model == model_id and content == past.content:
+            out.append((past, decode(blob)))
+        else:
+            out.append((past, None))
     return out
 
 
@@ -350,13 +360,25 @@ class RecordStore(ABC):
         """Store the vectors of `model_id` of these memories (memory_id, vector) of the namespace."""
 
     @abstractmethod
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        """Store these vectors of `model_id` with these past versions (memory_id, version, vector),
+        each only where its version has no vector yet (versions kept before they had one)."""
+
+    @abstractmethod
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        """The deleted, unpurged memories of the namespace (of one user), oldest deletion first:
+        {"memory_id", "user_id", "deleted_at" (ISO-8601), "versions" (dicts, oldest first)}."""
 
     @abstractmethod
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
         """Import snapshot rows; `sessions` only when this store holds the sessions too (a
-        `Backend`: one transaction for both), else the transport passes none."""
+        `Backend`: one transaction for both), else the transport passes none. A row with a
+        `deleted_at` is a deleted memory: its versions and tombstone are stored, no live row
+        (skipped, as a duplicate, when the namespace knows its id already)."""
 
     @abstractmethod
     def stats(self, namespace: str) -> dict[str, Any]: ...
@@ -516,8 +538,15 @@ class AsyncRecordStore(ABC):
     async def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...
 
     @abstractmethod
+    async def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]],
+                                   model_id: str) -> None: ...
+
+    @abstractmethod
     async def export_page(self, namespace: str, user_id: str | None, after: int,
                           limit: int) -> builtins.list[dict[str, Any]]: ...
+
+    @abstractmethod
+    async def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]: ...
 
     @abstractmethod
     async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],

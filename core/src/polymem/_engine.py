@@ -16,6 +16,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +34,7 @@ from ._errors import (
     InvalidFilterError,
     InvalidInput,
     NotFoundError,
+    ReadOnlyStoreError,
     SessionOwnerError,
     SourceBlockedError,
     VersionConflictError,
@@ -76,6 +78,7 @@ from ._storage import (
     GetByKeys,
     GetRecords,
     Insert,
+    KeepVersionVectors,
     ListRecords,
     PendingReembed,
     PurgeRecord,
@@ -889,6 +892,11 @@ class Engine:
             raw = yield embed_op([rows[i][0].content for i in stale])
             for i, fresh in zip(stale, as_matrix(raw, self.embedder.dimension)):
                 vectors[i] = fresh
+            # Versions kept before they had vectors keep these, so the next past recall reads them;
+            # like reinforcement, bookkeeping a read-only store goes without.
+            with suppress(ReadOnlyStoreError):
+                yield KeepVersionVectors(self.namespace, [(rows[i][0].memory_id, rows[i][0].version, vectors[i])
+                                                          for i in stale], self.embedder.model_id)
         return [float(v @ vector) if v is not None else None for v in vectors]
 
     def _past_text_ranks(self, found: Sequence[Candidate], past: Sequence[MemoryRecord], query: Sequence[str], *,

@@ -1,13 +1,16 @@
 """Snapshots: a versioned JSONL file that export → import round-trips exactly.
 
 ```
-{"format": "polymem-snapshot", "version": 1, "created_at": "...", "namespace": "...", "embedding_model": ..., "dimension": ...}
+{"format": "polymem-snapshot", "version": 2, "created_at": "...", "namespace": "...", "embedding_model": ..., "dimension": ...}
 {"type": "memory", "record": {...}, "versions": [{...}, ...], "vector": [...] | null, "idempotency_key": ...}
+{"type": "tombstone", "memory_id": "...", "user_id": ..., "deleted_at": "...", "versions": [{...}, ...]}
 {"type": "session", "session_id": "...", "user_id": ..., "summary": ..., "messages": [{"message": {...}, "tokens": n, "in_window": true}]}
-{"type": "end", "memories": N, "sessions": M}
+{"type": "end", "memories": N, "tombstones": T, "sessions": M}
 ```
-The `end` line makes truncation detectable; a file is validated whole before
-anything is written, and then imported in one transaction.
+A `tombstone` line is a deleted memory that was not purged: its versions, oldest first, so a
+restored store answers `as_of` before the deletion as the original did. Version 1 files (no
+tombstones, no `tombstones` count) still import. The `end` line makes truncation detectable;
+a file is validated whole before anything is written, and then imported in one transaction.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from ._engine import Engine, Plan, _sequence, check_label, embed_op
 from ._errors import ContentRejectedError, InvalidInput, PolymemError, SnapshotError, SourceBlockedError
 from ._guard import clean_metadata, flag_metadata
 from ._models import STATUSES, ImportReport, MemoryRecord, Message, check_metadata
-from ._storage import BlockedSources, ExportPage, ExportSessions, Flush, ImportRows
+from ._storage import BlockedSources, ExportPage, ExportSessions, ExportTombstones, Flush, ImportRows
 from ._text import content_hash, terms
 from ._time import from_iso, to_iso
 
 FORMAT = "polymem-snapshot"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # version 1: before tombstones
 
 
 def _open_binary(target: str | Path | IO[bytes], mode: str) -> tuple[IO[bytes], bool]:
@@ -68,10 +72,16 @@ def export_plan(engine: Engine, target: str | Path | IO[bytes], user_id: str | N
             if progress:
                 progress(len(page))
             page = yield ExportPage(engine.namespace, user_id, after, 500)
+        tombstones = [t for t in (yield ExportTombstones(engine.namespace, user_id)) if t["versions"] and (
+            include_quarantined or not engine.guard.reasons(MemoryRecord.from_dict(t["versions"][-1]), blocked,
+                                                            classify=False))]
+        for tombstone in tombstones:
+            stream.write(_line({"type": "tombstone", **tombstone}))
         sessions = yield ExportSessions(engine.namespace, user_id)
         for session in sessions:
             stream.write(_line({"type": "session", **session}))
-        stream.write(_line({"type": "end", "memories": count, "sessions": len(sessions)}))
+        stream.write(_line({"type": "end", "memories": count, "tombstones": len(tombstones),
+                            "sessions": len(sessions)}))
         stream.flush()
     finally:
         if owned:
@@ -95,7 +105,9 @@ def _line(obj: dict[str, Any]) -> bytes:
 
 
 def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Parse and validate a whole snapshot; any problem raises SnapshotError with its line."""
+    """Parse and validate a whole snapshot: (header, memories and tombstones, sessions); any problem
+    raises SnapshotError with its line. A tombstone comes as a memory whose `record` is its last
+    version, with its `deleted_at`."""
     stream, owned = _open_binary(source, "r")
     try:
         lines = list(_numbered(stream))
@@ -107,12 +119,15 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
     header_no, header = lines[0]
     if header.get("format") != FORMAT:
         raise SnapshotError(f"line {header_no}: not a polymem snapshot (format={header.get('format')!r})")
-    if header.get("version") != VERSION:
-        raise SnapshotError(f"line {header_no}: snapshot version {header.get('version')!r}; this polymem reads {VERSION}")
+    if header.get("version") not in READABLE:
+        raise SnapshotError(f"line {header_no}: snapshot version {header.get('version')!r}; this polymem reads "
+                            f"{' and '.join(map(str, READABLE))}")
     memories: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
     end: dict[str, Any] | None = None
     keys: dict[str, str] = {}
+    memory_ids: set[str] = set()
+    deleted = 0
     session_ids: set[str] = set()
     for number, obj in lines[1:]:
         if end is not None:
@@ -132,6 +147,9 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
                     raise SnapshotError(f"idempotency_key {key!r} is also memory {keys[key]}'s")
                 memories.append({"record": record, "versions": versions, "vector": vector,
                                  "idempotency_key": key, "line": number})
+            elif kind == "tombstone":
+                memories.append(_checked_tombstone(obj))
+                deleted += 1
             elif kind == "session":
                 _check_session(obj)
                 if obj["session_id"] in session_ids:
@@ -142,16 +160,37 @@ def read_snapshot(source: str | Path | IO[bytes]) -> tuple[dict[str, Any], list[
                 end = obj
             else:
                 raise SnapshotError(f"unknown line type {kind!r}")
+            if kind in ("memory", "tombstone"):
+                if memories[-1]["record"].memory_id in memory_ids:
+                    raise SnapshotError(f"memory {memories[-1]['record'].memory_id!r} appears twice")
+                memory_ids.add(memories[-1]["record"].memory_id)
         except SnapshotError as exc:
             raise SnapshotError(f"line {number}: {exc}") from None
         except (PolymemError, KeyError, TypeError, ValueError) as exc:
             raise SnapshotError(f"line {number}: invalid {kind} entry: {exc}") from None
     if end is None:
         raise SnapshotError(f"snapshot is truncated after line {lines[-1][0]} (no end line)")
-    if end.get("memories") != len(memories) or end.get("sessions") != len(sessions):
-        raise SnapshotError(f"line {lines[-1][0]}: end line counts {end.get('memories')} memories and "
-                            f"{end.get('sessions')} sessions, the file holds {len(memories)} and {len(sessions)}")
+    counted = (end.get("memories"), end.get("tombstones", 0), end.get("sessions"))
+    if counted != (len(memories) - deleted, deleted, len(sessions)):
+        raise SnapshotError(f"line {lines[-1][0]}: end line counts {counted[0]} memories, {counted[1]} tombstones "
+                            f"and {counted[2]} sessions, the file holds {len(memories) - deleted}, {deleted} and "
+                            f"{len(sessions)}")
     return header, memories, sessions
+
+
+def _checked_tombstone(obj: dict[str, Any]) -> dict[str, Any]:
+    """A tombstone line as an import row: its versions, the last one as its record, and its deletion time."""
+    memory_id = check_label(obj.get("memory_id"), "memory_id")
+    versions = [_checked_record(MemoryRecord.from_dict(v)) for v in _sequence(obj.get("versions"), "versions")]
+    if not versions:
+        raise SnapshotError(f"tombstone of {memory_id!r} has no versions")
+    if any(v.memory_id != memory_id for v in versions):
+        raise SnapshotError(f"tombstone of {memory_id!r} holds a version of another memory")
+    deleted_at = from_iso(obj.get("deleted_at"), "deleted_at")
+    if deleted_at is None:
+        raise SnapshotError(f"tombstone of {memory_id!r} has no deleted_at")
+    return {"record": versions[-1], "versions": [v.to_dict() for v in versions], "vector": None,
+            "idempotency_key": None, "deleted_at": deleted_at}
 
 
 def _checked_record(record: MemoryRecord) -> MemoryRecord:
@@ -229,9 +268,13 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
             action = engine.write_policy.action(record.source)
             record = record.replace(metadata=flag_metadata(record.metadata, verdict, action),
                                     status="blocked" if action == "quarantine" else record.status)
+        versions = [{**v, "namespace": engine.namespace} for v in item["versions"]]
+        if item.get("deleted_at") is not None:  # a deleted memory: its past alone, never recalled now nor embedded
+            rows.append({**item, "record": record, "versions": [*versions[:-1], record.to_dict()]})
+            continue
         vector = item["vector"]
         usable = vector is not None and model is not None and record.embedding_model == model and len(vector) == dim
-        row = {"record": record, "versions": [{**v, "namespace": engine.namespace} for v in item["versions"]],
+        row = {"record": record, "versions": versions,
                "vector": np.asarray(vector, dtype=np.float32) if usable else None,
                "idempotency_key": item["idempotency_key"], "content_hash": content_hash(record.content),
                "terms": terms(record.content)}

@@ -232,6 +232,13 @@ MIGRATIONS: builtins.list[str] = [
     CREATE INDEX IF NOT EXISTS memories_scope_created ON memories(namespace, user_id, status, created_at);
     DROP INDEX IF EXISTS memories_scope;
     """,
+    # 10 (as_of2): a past version keeps the vector its row held (and that vector's model), so a
+    # recall `as_of` does not embed an updated or deleted memory's older content again. Versions
+    # kept before this have none: their content is embedded when a past recall needs it.
+    """
+    ALTER TABLE memory_versions ADD COLUMN vector BLOB;
+    ALTER TABLE memory_versions ADD COLUMN vector_model TEXT;
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -780,13 +787,17 @@ class SQLiteBackend(Backend):
 
     @staticmethod
     def _keep_version(conn: sqlite3.Connection, record: MemoryRecord) -> None:
-        """Store `record` as a past version before its row changes.
+        """Store `record` as a past version, with the row's vector, before its row changes.
 
         A save writes no second copy of what it inserts: until its row changes, a memory's current
         version is the row itself. (A snapshot's import, and stores written before this, also
         keep the current version's own record; `_versions` then gives that one, unchanged.)"""
-        conn.execute("INSERT OR IGNORE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
-                     (record.namespace, record.memory_id, record.version, dumps(record.to_dict())))
+        conn.execute("INSERT INTO memory_versions(namespace, memory_id, version, record, vector, vector_model) "
+                     "SELECT ?, ?, ?, ?, vector, embedding_model FROM memories WHERE namespace = ? AND memory_id = ? "
+                     "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET vector = excluded.vector, "
+                     "vector_model = excluded.vector_model",
+                     (record.namespace, record.memory_id, record.version, dumps(record.to_dict()),
+                      record.namespace, record.memory_id))
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, current: MemoryRecord) -> builtins.list[dict[str, Any]]:
@@ -964,9 +975,13 @@ class SQLiteBackend(Backend):
                              (*fts_row(namespace, new.user_id, terms), row[0]))
         return new
 
-    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str) -> MemoryRecord | None:
-        """Delete a memory's live row and full-text row (the vector caches follow); the record it held."""
+    def _remove_row(self, conn: sqlite3.Connection, namespace: str, memory_id: str,
+                    keep_version: bool = False) -> MemoryRecord | None:
+        """Delete a memory's live row and full-text row (the vector caches follow); the record it held,
+        kept first as a past version with `keep_version`."""
         found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
+        if found and keep_version:
+            self._keep_version(conn, found[0])
         row = conn.execute("DELETE FROM memories WHERE namespace = ? AND memory_id = ? RETURNING rowid",
                            (namespace, memory_id)).fetchone()
         if row is None:
@@ -977,10 +992,9 @@ class SQLiteBackend(Backend):
 
     def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> bool:
         with self._write() as conn:
-            record = self._remove_row(conn, namespace, memory_id)
+            record = self._remove_row(conn, namespace, memory_id, keep_version=True)
             if record is None:
                 return False
-            self._keep_version(conn, record)
             conn.execute("INSERT OR REPLACE INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) "
                          "VALUES (?, ?, ?, ?)", (memory_id, namespace, record.user_id,
                                                  to_micros(now or datetime.now(timezone.utc))))
@@ -1036,13 +1050,17 @@ class SQLiteBackend(Backend):
                                                   "AND deleted_at > ?", (*params, at_us))]
             wanted = [*changed, *deleted]
             versions: dict[str, builtins.list[dict[str, Any]]] = {}
+            past_vectors: dict[tuple[str, int], tuple[bytes, str | None]] = {}
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
-                for memory_id, record in conn.execute(
-                        f"SELECT memory_id, record FROM memory_versions WHERE namespace = ? AND memory_id IN "
-                        f"({', '.join('?' for _ in chunk)})", (namespace, *chunk)):
+                for memory_id, version, record, vector, vector_model in conn.execute(
+                        f"SELECT memory_id, version, record, vector, vector_model FROM memory_versions "
+                        f"WHERE namespace = ? AND memory_id IN ({', '.join('?' for _ in chunk)})", (namespace, *chunk)):
                     versions.setdefault(memory_id, []).append(json.loads(record))
-        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32))
+                    if vector is not None:
+                        past_vectors[(memory_id, version)] = (vector, vector_model)
+        return out + versions_then(wanted, versions, changed, at, model_id, lambda blob: np.frombuffer(blob, np.float32),
+                                   past_vectors)
 
     def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
         user, params = ("", []) if user_id is None else (" AND user_id = ?", [user_id])
@@ -1349,6 +1367,12 @@ class SQLiteBackend(Backend):
                              "WHERE namespace = ? AND memory_id = ?",
                              [(_blob(v), model_id, seq, namespace, mid) for mid, v in items])
 
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        with self._write() as conn:
+            conn.executemany("UPDATE memory_versions SET vector = ?, vector_model = ? WHERE namespace = ? "
+                             "AND memory_id = ? AND version = ? AND vector IS NULL",
+                             [(_blob(v), model_id, namespace, mid, version) for mid, version, v in items])
+
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
         clause = " AND m.user_id = ?" if user_id is not None else ""
         args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())
@@ -1365,6 +1389,17 @@ class SQLiteBackend(Backend):
                     "idempotency_key": row[21],
                 })
             return out
+
+    def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        user, params = ("", []) if user_id is None else (" AND user_id = ?", [user_id])
+        with self._read() as conn:
+            dead = conn.execute(f"SELECT memory_id, user_id, deleted_at FROM memory_tombstones WHERE namespace = ?"
+                                f"{user} ORDER BY deleted_at, memory_id", (namespace, *params)).fetchall()
+            return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(from_micros(deleted_at)),
+                     "versions": [json.loads(r[0]) for r in conn.execute(
+                         "SELECT record FROM memory_versions WHERE namespace = ? AND memory_id = ? ORDER BY version",
+                         (namespace, memory_id))]}
+                    for memory_id, owner, deleted_at in dead]
 
     def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
         infos = self.session_list(namespace, user_id)
@@ -1391,6 +1426,9 @@ class SQLiteBackend(Backend):
             for item in rows:
                 record: MemoryRecord = item["record"]
                 key = item.get("idempotency_key")
+                if item.get("deleted_at") is not None:
+                    report.duplicates += not self._import_tombstone(conn, namespace, record, item)
+                    continue
                 exists = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ?",
                                       (namespace, record.memory_id)).fetchone() or (
                     key is not None and conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND idempotency_key = ?",
@@ -1413,6 +1451,21 @@ class SQLiteBackend(Backend):
                 report.imported += 1
             report.sessions = self._import_sessions(conn, namespace, sessions)
         return report
+
+    @staticmethod
+    def _import_tombstone(conn: sqlite3.Connection, namespace: str, record: MemoryRecord, item: dict[str, Any]) -> bool:
+        """A deleted memory's versions and tombstone; False if the namespace knows its id already."""
+        known = conn.execute("SELECT 1 FROM memories WHERE namespace = ? AND memory_id = ? UNION ALL "
+                             "SELECT 1 FROM memory_tombstones WHERE namespace = ? AND memory_id = ?",
+                             (namespace, record.memory_id, namespace, record.memory_id)).fetchone()
+        if known:
+            return False
+        conn.execute("INSERT INTO memory_tombstones(memory_id, namespace, user_id, deleted_at) VALUES (?, ?, ?, ?)",
+                     (record.memory_id, namespace, record.user_id, to_micros(item["deleted_at"])))
+        conn.executemany(
+            "INSERT OR REPLACE INTO memory_versions(namespace, memory_id, version, record) VALUES (?, ?, ?, ?)",
+            [(namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"]])
+        return True
 
     def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         with self._write() as conn:

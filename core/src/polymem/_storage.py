@@ -280,6 +280,17 @@ class SetVectors(StorageOp):
 
 
 @dataclass(frozen=True)
+class KeepVersionVectors(StorageOp):
+    """Give past versions that have no vector one of `model_id`: (memory_id, version, vector)."""
+
+    method: ClassVar[str] = "keep_version_vectors"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    items: Sequence[tuple[str, int, np.ndarray]]
+    model_id: str
+
+
+@dataclass(frozen=True)
 class ReadVectors(StorageOp):
     """The stored vectors of `model_id` for these memories (missing ones left out)."""
 
@@ -300,6 +311,17 @@ class ExportPage(StorageOp):
     user_id: str | None
     after: int
     limit: int
+
+
+@dataclass(frozen=True)
+class ExportTombstones(StorageOp):
+    """The namespace's deleted memories (of one user) that are not purged: each one's id, user,
+    deletion time and versions, for a snapshot."""
+
+    method: ClassVar[str] = "export_tombstones"
+    takes_value: ClassVar[bool] = False
+    namespace: str
+    user_id: str | None
 
 
 @dataclass(frozen=True)

@@ -269,6 +269,12 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
                           limit: int) -> builtins.list[dict[str, Any]]:
         return await self._call(self.plans.export_page, namespace, user_id, after, limit)
 
+    async def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        return await self._call(self.plans.keep_version_vectors, namespace, items, model_id)
+
+    async def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return await self._call(self.plans.export_tombstones, namespace, user_id)
+
     async def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
         return await self._call(self.plans.export_sessions, namespace, user_id)
 

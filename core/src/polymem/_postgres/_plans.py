@@ -261,6 +261,7 @@ class Plans:
             new = new.replace(embedding_model=model_id)
             if vector is not None:
                 yield from self._ensure_index(model_id, len(vector))
+        yield Q(_KEEP_VECTOR, (namespace, memory_id), "none")
         v = record_values(new)
         tsv = None if terms is None else tsvector_literal(namespace, new.user_id, terms)
         count = yield Q(
@@ -277,6 +278,7 @@ class Plans:
         return new
 
     def delete(self, namespace: str, memory_id: str, now: datetime | None = None) -> PgPlan[bool]:
+        yield Q(_KEEP_VECTOR, (namespace, memory_id), "none")
         row = yield Q("DELETE FROM polymem_memories WHERE namespace = %s AND memory_id = %s RETURNING user_id",
                       (namespace, memory_id), "one")
         if row is None:
@@ -324,11 +326,15 @@ class Plans:
                                           "AND deleted_at > %s", (*params, at)))]
         wanted = [*changed, *deleted]
         versions: dict[str, builtins.list[dict[str, Any]]] = {}
+        past_vectors: dict[tuple[str, int], tuple[bytes, str | None]] = {}
         if wanted:
-            for memory_id, record_json in (yield Q("SELECT memory_id, record FROM polymem_memory_versions "
-                                                   "WHERE namespace = %s AND memory_id = ANY(%s)", (namespace, wanted))):
+            for memory_id, version, record_json, vector, vector_model in (yield Q(
+                    "SELECT memory_id, version, record, vector_send(vector), vector_model FROM polymem_memory_versions "
+                    "WHERE namespace = %s AND memory_id = ANY(%s)", (namespace, wanted))):
                 versions.setdefault(memory_id, []).append(json.loads(record_json))
-        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes)
+                if vector is not None:
+                    past_vectors[(memory_id, version)] = (vector, vector_model)
+        return out + versions_then(wanted, versions, changed, at, model_id, vector_from_bytes, past_vectors)
 
     def written_since(self, namespace: str, at: datetime, user_id: str | None) -> PgPlan[builtins.list[str]]:
         user, params = ("", []) if user_id is None else (" AND user_id = %s", [user_id])
@@ -530,6 +536,13 @@ class Plans:
                  for mid, v in sorted(items, key=lambda x: x[0])], "many")
         return None
 
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]],
+                             model_id: str) -> PgPlan[None]:
+        yield Q("UPDATE polymem_memory_versions SET vector = %s::vector, vector_model = %s WHERE namespace = %s "
+                "AND memory_id = %s AND version = %s AND vector IS NULL",
+                [(np.asarray(v, dtype=np.float32), model_id, namespace, mid, version)
+                 for mid, version, v in sorted(items, key=lambda x: (x[0], x[1]))], "many")
+
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> PgPlan[builtins.list[dict[str, Any]]]:
         clause = " AND m.user_id = %s" if user_id is not None else ""
         args: tuple[Any, ...] = (namespace, after) + ((user_id,) if user_id is not None else ())
@@ -566,6 +579,9 @@ class Plans:
         (or idempotency keys) already present. `staged`: `stage_import(namespace, rows)`,
         when the caller made it beforehand (`bulk_import` does, while the previous batch loads)."""
         report = ImportReport()
+        for item in (r for r in rows if r.get("deleted_at") is not None):
+            report.duplicates += not (yield from self._import_tombstone(namespace, item))
+        rows = [r for r in rows if r.get("deleted_at") is None]
         if rows:
             models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
             bulk = len(rows) >= self.bulk_rows
@@ -595,10 +611,33 @@ class Plans:
                 for model, dim in models:
                     self.known_models.discard(model or "")
                     yield from self._ensure_index(model, dim)
-            report.duplicates = len(rows) - report.imported
+            report.duplicates += len(rows) - report.imported
         if with_sessions:
             report.sessions = yield from self.import_sessions(namespace, sessions)
         return report
+
+    def _import_tombstone(self, namespace: str, item: dict[str, Any]) -> PgPlan[bool]:
+        """A deleted memory's versions and tombstone; False if the namespace knows its id already."""
+        record: MemoryRecord = item["record"]
+        added = yield Q("INSERT INTO polymem_memory_tombstones (memory_id, namespace, user_id, deleted_at) "
+                        "SELECT %s, %s, %s, %s WHERE NOT EXISTS (SELECT 1 FROM polymem_memories WHERE namespace = %s "
+                        "AND memory_id = %s) ON CONFLICT (namespace, memory_id) DO NOTHING",
+                        (record.memory_id, namespace, record.user_id, item["deleted_at"], namespace, record.memory_id),
+                        "rowcount")
+        if added:
+            yield Q(_WRITE_VERSION, [(namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"]],
+                    "many")
+        return bool(added)
+
+    def export_tombstones(self, namespace: str, user_id: str | None) -> PgPlan[builtins.list[dict[str, Any]]]:
+        user, params = ("", []) if user_id is None else (" AND t.user_id = %s", [user_id])
+        rows = yield Q("SELECT t.memory_id, t.user_id, t.deleted_at, array_agg(v.record ORDER BY v.version) "
+                       "FROM polymem_memory_tombstones t JOIN polymem_memory_versions v "
+                       "ON v.namespace = t.namespace AND v.memory_id = t.memory_id "
+                       f"WHERE t.namespace = %s{user} GROUP BY t.memory_id, t.user_id, t.deleted_at "
+                       "ORDER BY t.deleted_at, t.memory_id", (namespace, *params))
+        return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(deleted_at.astimezone(timezone.utc)),
+                 "versions": [json.loads(v) for v in versions]} for memory_id, owner, deleted_at, versions in rows]
 
     def drop_vector_index(self, model_id: str | None) -> PgPlan[None]:
         if model_id is None:
@@ -726,6 +765,11 @@ class Plans:
         return [r[0] for r in rows]
 
 
+# The version a memory's row holds keeps the row's vector (and its model) before the row is
+# replaced or deleted: a recall `as_of` then ranks that version by it, without embedding it again.
+_KEEP_VECTOR = ("UPDATE polymem_memory_versions v SET vector = m.vector, vector_model = m.embedding_model "
+                "FROM polymem_memories m WHERE m.namespace = %s AND m.memory_id = %s AND v.namespace = m.namespace "
+                "AND v.memory_id = m.memory_id AND v.version = m.version")
 _WRITE_VERSION = ("INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) VALUES (%s, %s, %s, %s) "
                   "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record")
 

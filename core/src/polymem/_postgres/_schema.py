@@ -232,6 +232,13 @@ MIGRATIONS: builtins.list[str] = [
     """
     CREATE INDEX IF NOT EXISTS polymem_memories_written ON polymem_memories (namespace, updated_at);
     """,
+    # 13 (as_of2): a version keeps the vector its row held when it was replaced or deleted (and that
+    # vector's model), so a recall `as_of` does not embed an older content again. Versions replaced
+    # before this have none: their content is embedded when a past recall needs it.
+    """
+    ALTER TABLE polymem_memory_versions ADD COLUMN IF NOT EXISTS vector vector;
+    ALTER TABLE polymem_memory_versions ADD COLUMN IF NOT EXISTS vector_model TEXT;
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

@@ -203,6 +203,12 @@ class PostgresBackend(PostgresStore, Backend):
     def export_page(self, namespace: str, user_id: str | None, after: int, limit: int) -> builtins.list[dict[str, Any]]:
         return self._call(self.plans.export_page, namespace, user_id, after, limit)
 
+    def keep_version_vectors(self, namespace: str, items: Sequence[tuple[str, int, np.ndarray]], model_id: str) -> None:
+        return self._call(self.plans.keep_version_vectors, namespace, items, model_id)
+
+    def export_tombstones(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._call(self.plans.export_tombstones, namespace, user_id)
+
     def export_sessions(self, namespace: str, user_id: str | None) -> builtins.list[dict[str, Any]]:
         return self._call(self.plans.export_sessions, namespace, user_id)
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._time import require_aware
 
-__all__ = ["FakeClock", "MemoryConformance", "RecordStoreConformance", "SessionStoreConformance", "call",
-           "local_embedder"]
+__all__ = ["FakeClock", "MemoryConformance", "RecordStoreConformance", "RecordingEmbedder", "SessionStoreConformance",
+           "call", "local_embedder"]
 
 
 class FakeClock:
@@ -69,6 +71,21 @@ def local_embedder() -> Any:
 
         _EMBEDDER = SentenceTransformerEmbedder()
     return _EMBEDDER
+
+
+class RecordingEmbedder:
+    """A real embedder that records every text it is asked to embed (`texts`, in order)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self.texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        vectors = self.inner.embed(texts)
+        with self._lock:
+            self.texts.extend(texts)
+        return vectors
 
 
 from ._storage_suite import RecordStoreConformance, SessionStoreConformance  # noqa: E402

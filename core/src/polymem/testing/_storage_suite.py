@@ -10,9 +10,11 @@ of the batch applied.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 import pytest
 
 from .._backend import NewRecord
@@ -124,6 +126,30 @@ class RecordStoreConformance:
         (now, _), = call(records.as_of(NS, NOW + timedelta(hours=3), None, [a.memory_id], None))
         assert (now.content, now.version) == ("alpha fact, revised", 2)
         assert call(records.as_of(NS, NOW - timedelta(hours=1), None, None, None)) == []
+
+    def test_a_past_version_keeps_the_vector_its_row_held(self, records: Any) -> None:
+        """`as_of` gives an updated or deleted memory's past version with the vector it had then
+        (of the model asked for), so a past recall need not embed that content again."""
+        old_a, old_b, new_a = (np.array(v, dtype=np.float32) for v in ([1, 0, 0], [0, 1, 0], [0, 0, 1]))
+        a, b = (new_record(c) for c in ("alpha fact", "beta fact"))
+        a, b = (replace(n, record=n.record.replace(embedding_model="m"), vector=v) for n, v in ((a, old_a), (b, old_b)))
+        call(records.insert(Insert([a, b], NOW)))
+        call(records.update(Update(NS, a.record.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=2),
+                                   new_a, "m", content_hash("alpha revised"), tuple(terms("alpha revised")))))
+        call(records.delete(NS, b.record.memory_id, NOW + timedelta(hours=2)))
+        then = call(records.as_of(NS, NOW + timedelta(hours=1), "u", None, "m", changed_only=True))
+        assert sorted((r.content, v.tolist()) for r, v in then) == [("alpha fact", old_a.tolist()),
+                                                                    ("beta fact", old_b.tolist())]
+        assert [v for _, v in call(records.as_of(NS, NOW + timedelta(hours=1), "u", None, "other"))] == [None, None]
+
+    def test_a_past_version_without_a_vector_keeps_the_one_given_and_no_later_one(self, records: Any) -> None:
+        (a,) = self._insert(records, "alpha fact")  # saved without a vector: its past version has none
+        call(records.update(Update(NS, a.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=2))))
+        given, later = np.array([1, 0, 0], dtype=np.float32), np.array([0, 1, 0], dtype=np.float32)
+        call(records.keep_version_vectors(NS, [(a.memory_id, 1, given)], "m"))
+        call(records.keep_version_vectors(NS, [(a.memory_id, 1, later)], "m"))
+        (past, vector), = call(records.as_of(NS, NOW + timedelta(hours=1), None, [a.memory_id], "m"))
+        assert (past.version, vector.tolist()) == (1, given.tolist())
 
     def test_purge_removes_the_memory_its_versions_and_its_tombstone(self, records: Any) -> None:
         a, b = self._insert(records, "alpha fact", "beta fact")

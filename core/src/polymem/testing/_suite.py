@@ -23,7 +23,7 @@ from polymem import (
     VersionConflictError,
 )
 
-from . import FakeClock, call, local_embedder
+from . import FakeClock, RecordingEmbedder, call, local_embedder
 
 
 class MemoryConformance:
@@ -527,8 +527,7 @@ class MemoryConformance:
 
     def test_a_restored_snapshot_answers_valid_at_and_as_of_for_live_memories(
             self, mem: Any, open_store: Any, clock: FakeClock) -> None:
-        """Validity travels in the metadata and versions with their memory (a deleted memory's
-        tombstone does not travel yet: a restored store has no past for it)."""
+        """Validity travels in the metadata and versions with their memory."""
         paris = call(mem.save("I live in Paris", user_id="ann", valid_from=datetime(2020, 1, 1, tzinfo=timezone.utc),
                               valid_to=datetime(2024, 1, 1, tzinfo=timezone.utc)))
         then = clock.advance(days=1)
@@ -544,6 +543,50 @@ class MemoryConformance:
             in_2022 = datetime(2022, 1, 1, tzinfo=timezone.utc)
             assert [r.content for r in call(target.list(user_id="ann", valid_at=in_2022))] == ["I lived in Paris"]
             assert call(target.list(user_id="ann", valid_at=datetime(2025, 1, 1, tzinfo=timezone.utc))) == []
+        finally:
+            call(target.close())
+
+    def test_a_restored_snapshot_answers_as_of_for_deleted_memories_as_the_original(
+            self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """A deleted memory travels as a tombstone with its versions: the restored store sees it
+        before its deletion, in the version of then, and not after, as the original does."""
+        gone = call(mem.save("My address is 1 Elm Street", user_id="ann"))
+        call(mem.save("I like jazz", user_id="ann"))
+        then = clock.advance(days=1)
+        clock.advance(days=1)
+        call(mem.update(gone.memory_id, content="My address is 2 Oak Road"))
+        call(mem.delete(gone.memory_id))
+        buffer = io.BytesIO()
+        assert call(mem.export_snapshot(buffer)) == 1
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            buffer.seek(0)
+            assert (call(target.import_snapshot(buffer)).imported, call(target.get(gone.memory_id))) == (1, None)
+            assert call(target.history(gone.memory_id)) == call(mem.history(gone.memory_id))
+            for store in (mem, target):
+                assert call(store.get(gone.memory_id, as_of=then)).content == "My address is 1 Elm Street"
+                assert call(store.get(gone.memory_id, as_of=clock.now)) is None
+            assert [(h.memory.memory_id, h.memory.version) for h in call(
+                target.recall("Where do I live?", user_id="ann", as_of=then))] == [
+                (h.memory.memory_id, h.memory.version) for h in call(
+                    mem.recall("Where do I live?", user_id="ann", as_of=then))]
+            buffer.seek(0)
+            assert call(target.import_snapshot(buffer)).duplicates == 2
+        finally:
+            call(target.close())
+
+    def test_a_snapshot_of_format_version_1_still_imports(self, mem: Any, open_store: Any, clock: FakeClock) -> None:
+        """Version 1 predates tombstones: no tombstone lines and no `tombstones` count."""
+        self._fill(mem, clock)
+        buffer = io.BytesIO()
+        call(mem.export_snapshot(buffer))
+        lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+        lines[0]["version"] = 1
+        del lines[-1]["tombstones"]
+        target = open_store(clock, local_embedder(), fresh=True)
+        try:
+            report = call(target.import_snapshot(io.BytesIO(b"".join(json.dumps(x).encode() + b"\n" for x in lines))))
+            assert (report.imported, report.sessions) == (3, 1)
         finally:
             call(target.close())
 
@@ -570,7 +613,7 @@ class MemoryConformance:
         buffer = io.BytesIO()
         call(lexical.export_snapshot(buffer))
         header = json.loads(buffer.getvalue().splitlines()[0])
-        assert header["format"] == "polymem-snapshot" and header["version"] == 1
+        assert header["format"] == "polymem-snapshot" and header["version"] == 2
         target = open_store(clock, local_embedder(), fresh=True)
         try:
             buffer.seek(0)
@@ -812,6 +855,25 @@ class MemoryConformance:
                     assert [getattr(h, part) for h in searched] == pytest.approx(
                         [getattr(h, part) for h in ranked], abs=1e-6), (question, part)
 
+    def test_a_recall_as_of_the_past_embeds_only_its_query(self, open_store: Any, clock: FakeClock) -> None:
+        """Each version keeps the vector it had: an updated or deleted memory's earlier content is
+        ranked by it, never embedded again."""
+        embedder = RecordingEmbedder(local_embedder())
+        mem = open_store(clock, embedder)
+        try:
+            dog = call(mem.save("My dog is called Rex", user_id="ann"))
+            cat = call(mem.save("My cat is called Tom", user_id="ann"))
+            then = clock.advance(days=1)
+            clock.advance(days=1)
+            call(mem.update(dog.memory_id, content="I gave my dog away"))
+            call(mem.delete(cat.memory_id))
+            embedder.texts.clear()
+            hits = call(mem.recall("my pets' names", user_id="ann", as_of=then))
+            assert sorted(h.memory.content for h in hits) == ["My cat is called Tom", "My dog is called Rex"]
+            assert embedder.texts == ["my pets' names"]
+        finally:
+            call(mem.close())
+
     def test_a_recall_as_of_the_past_reinforces_nothing(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         then = clock.advance(hours=1)
@@ -954,11 +1016,11 @@ class MemoryConformance:
         then = clock.advance(hours=1)
         clock.advance(hours=1)
         call(other.update(theirs.memory_id, content="My PIN is 9876"))
-        deleted = call(other.save("My locker is 12", user_id="bob"))
-        call(other.delete(deleted.memory_id))  # its tombstone and versions stay
         buffer = io.BytesIO()
         call(other.export_snapshot(buffer))  # `theirs` alone: an explicit id to write
         snapshot = buffer.getvalue()
+        deleted = call(other.save("My locker is 12", user_id="bob"))
+        call(other.delete(deleted.memory_id))  # its tombstone and versions stay
 
         def answers(memory_id: str) -> dict[str, Any]:
             probes: dict[str, Callable[[], Any]] = {
@@ -997,3 +1059,4 @@ class MemoryConformance:
         assert mine.content == "I like tea" and mine.namespace == mem.namespace
         assert call(mem.put("locker", "My bike is red", user_id="bob")).version == 1
         assert call(other.get(theirs.memory_id)) == theirs and call(other.get(put.memory_id)) == put
+

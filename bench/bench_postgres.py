@@ -750,6 +750,16 @@ def table(results: list[dict[str, Any]], real: int) -> str:
     return "\n".join(lines)
 
 
+def record(title: str, table_text: str, no_record: bool) -> None:
+    """Print a table, and unless `no_record`, append it with its title to bench/results/postgres.md."""
+    print(table_text)
+    if no_record:
+        return
+    with RESULTS.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {title}; {platform.machine()}, "
+                 f"{os.cpu_count()} cores\n\n" + table_text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
@@ -775,14 +785,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.import_ready:
         results = [import_until_ready(size, args.users, args.real, args.batch, args.queries) for size in args.sizes]
-        out = import_table(results)
-        print(out)
-        if not args.no_record:
-            with RESULTS.open("a", encoding="utf-8") as fh:
-                fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — import until the vector indexes "
-                         f"are ready (`--import-ready`, {args.users} users, batches of {args.batch:,}, shared_buffers "
-                         f"{SHARED_BUFFERS}, maintenance_work_mem {MAINTENANCE_WORK_MEM}); {platform.machine()}, "
-                         f"{os.cpu_count()} cores\n\n" + out + "\n")
+        record(f"import until the vector indexes are ready (`--import-ready`, {args.users} users, batches of "
+               f"{args.batch:,}, shared_buffers {SHARED_BUFFERS}, maintenance_work_mem {MAINTENANCE_WORK_MEM})",
+               import_table(results), args.no_record)
         return
     if args.operations:
         import json
@@ -791,14 +796,9 @@ def main() -> None:
         return
     if args.hnsw_builds:
         for size in args.sizes:
-            out = hnsw_builds(size, args.users, args.real, args.batch, args.hnsw_builds, args.workers)
-            print(out)
-            if not args.no_record:
-                with RESULTS.open("a", encoding="utf-8") as fh:
-                    fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — HNSW index variants at "
-                             f"{size:,} memories ({args.users} users; `--hnsw-builds`, {args.workers} parallel "
-                             f"maintenance workers, maintenance_work_mem 4GB); {platform.machine()}, "
-                             f"{os.cpu_count()} cores\n\n" + out + "\n")
+            record(f"HNSW index variants at {size:,} memories ({args.users} users; `--hnsw-builds`, "
+                   f"{args.workers} parallel maintenance workers, maintenance_work_mem {MAINTENANCE_WORK_MEM})",
+                   hnsw_builds(size, args.users, args.real, args.batch, args.hnsw_builds, args.workers), args.no_record)
         return
     if args.rebuild:
         for size in args.sizes:

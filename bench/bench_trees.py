@@ -5,11 +5,13 @@ per tree and the ratio B / A, with the 1-minute load average before and after ea
 
     python bench/bench_trees.py --a /tmp/main/core/src --b core/src --rounds 3 --sizes 10000
     python bench/bench_trees.py --a /tmp/main/core/src --b core/src --micro --rounds 7   # saves, recalls alone
+    python bench/bench_trees.py --postgres --a /tmp/old/core/src --b /tmp/new/core/src core/src --queries 100
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -100,17 +102,65 @@ def main_micro(opts: argparse.Namespace) -> None:
               f"{b_wall / a_wall:.3f} |")
 
 
+# `--postgres`: `bench_postgres.py --operations` (each PostgreSQL operation alone on a fresh store,
+# its own embedded server) per tree and round; each figure's median per tree, its ratio to tree A's.
+def postgres(tree: str, size: int, users: int, queries: int) -> dict[str, dict[str, float]]:
+    """One `bench_postgres.py --operations` run on `tree`: operation -> {wall, cpu, server} seconds."""
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, str(HERE / "bench_postgres.py"), "--operations", "--sizes", str(size),
+                          "--users", str(users), "--queries", str(queries)], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("OPERATIONS "))
+    figures: dict[str, dict[str, float]] = json.loads(line[len("OPERATIONS "):])
+    return figures
+
+
+def main_postgres(opts: argparse.Namespace) -> None:
+    trees = [opts.a, *opts.b]
+    results: dict[str, list[dict[str, dict[str, float]]]] = {tree: [] for tree in trees}
+    loads = []
+    for n in range(opts.rounds):
+        for tree in trees if n % 2 == 0 else trees[::-1]:
+            loads.append(os.getloadavg()[0])
+            results[tree].append(postgres(tree, opts.size, opts.users, opts.queries))
+            print(f"round {n + 1} {tree} (load {loads[-1]:.1f}): " + "; ".join(
+                f"{op} " + "/".join(f"{v * 1e3:.2f}" for v in times.values())
+                for op, times in results[tree][-1].items()) + " ms wall/cpu/server", flush=True)
+    print(f"\nmedians over {opts.rounds} runs per tree (the order alternating), {opts.size:,} memories of "
+          f"{opts.users} users, {opts.queries} one-user recalls and saves per run; 1-minute load "
+          f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores. Milliseconds per call (per memory for "
+          "the imports); client = this process's CPU, server = the PostgreSQL backends' CPU. Ratios: tree / "
+          f"A = {opts.a} (above 1: slower)\n")
+    kinds = ("wall", "cpu", "server")
+    print("| operation | time | " + " | ".join(trees) + " | " + " | ".join(f"{t} / A" for t in opts.b) + " |")
+    print("|---" * (2 + 2 * len(trees) - 1) + "|")
+    for op in results[opts.a][0]:
+        for kind in kinds:
+            medians = [statistics.median(r[op][kind] for r in results[tree]) * 1e3 for tree in trees]
+            ratios = " | ".join(f"{m / medians[0]:.3f}" if medians[0] else "-" for m in medians[1:])
+            label = {"wall": "wall", "cpu": "client CPU", "server": "server CPU"}[kind]
+            print(f"| {op} | {label} | " + " | ".join(f"{m:.3f}" for m in medians) + f" | {ratios} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--a", required=True, help="source tree A (its core/src)")
-    parser.add_argument("--b", required=True, help="source tree B (its core/src)")
+    parser.add_argument("--b", required=True, nargs="+", help="source tree B (its core/src); with --postgres, "
+                        "several")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", nargs="+", default=["10000"])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--micro", action="store_true", help="time single saves and recalls alone (CPU and wall)")
     parser.add_argument("--rows", type=int, default=10_000, help="--micro: memories in the store")
     parser.add_argument("--ops", type=int, default=500, help="--micro: calls of each kind per run")
+    parser.add_argument("--postgres", action="store_true", help="bench_postgres.py --operations per tree")
+    parser.add_argument("--size", type=int, default=10_000, help="--postgres: memories")
+    parser.add_argument("--users", type=int, default=100, help="--postgres: users")
     opts = parser.parse_args()
+    if opts.postgres:
+        main_postgres(opts)
+        return
+    opts.b = opts.b[0]
     if opts.micro:
         main_micro(opts)
         return

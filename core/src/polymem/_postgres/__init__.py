@@ -35,7 +35,8 @@ deadlock.
 
 The package, by concern: `_sql` (statements, values, tsvector, the filter
 compiler), `_schema` (migrations, the full-text rebuild), `_cache` (the vector
-cache, term statistics), `_plans` (every operation as a plan), `_driver`
+cache, term statistics), `_plans` (every operation as a plan), `_indexes` (vector indexes built
+after a large import, concurrently, in the background), `_driver`
 (connections, the two plan drivers), `_store` (what both stores share), `_sync`
 and `_async` (the stores).
 
@@ -57,13 +58,16 @@ from ._cache import (
     scope_vectors,
 )
 from ._driver import retryable, run_plan_async, run_plan_sync, session_settings, split_url, vector_dumper
+from ._indexes import IndexBuilder, build_vector_indexes, unbuilt_vector_indexes
 from ._plans import ANALYZE_ROWS, SAVE_LOCKS, Plans, Staged, search_statements, session_dict, stage_import
 from ._schema import MIGRATIONS, migrate, rebuild_tsv, schema_version
 from ._sql import (
+    MAINTENANCE_SETTINGS,
     RANK_WEIGHTS,
     TSV_FORMAT,
     PgPlan,
     Q,
+    build_lock,
     compile_filter_pg,
     index_name,
     namespace_lexeme,
@@ -77,18 +81,21 @@ from ._sql import (
     tsvector_literal,
     vector_bytes,
     vector_from_bytes,
+    vector_index_statements,
 )
 from ._sync import PostgresBackend
 
 __all__ = [
     "ANALYZE_ROWS",
     "DEFAULT_VECTOR_CACHE_MB",
+    "MAINTENANCE_SETTINGS",
     "MAX_SHORTLIST",
     "MIGRATIONS",
     "RANK_WEIGHTS",
     "SAVE_LOCKS",
     "TSV_FORMAT",
     "AsyncPostgresBackend",
+    "IndexBuilder",
     "PgPlan",
     "Plans",
     "PostgresBackend",
@@ -98,6 +105,8 @@ __all__ = [
     "Staged",
     "TermStatistics",
     "VectorCache",
+    "build_lock",
+    "build_vector_indexes",
     "cacheable",
     "cached_rows",
     "cached_statement",
@@ -125,7 +134,9 @@ __all__ = [
     "stage_import",
     "tsquery_literal",
     "tsvector_literal",
+    "unbuilt_vector_indexes",
     "vector_bytes",
     "vector_dumper",
     "vector_from_bytes",
+    "vector_index_statements",
 ]

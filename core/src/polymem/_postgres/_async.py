@@ -280,7 +280,10 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
 
     async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                           now: datetime) -> ImportReport:
-        return await self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        report = await self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        if len(rows) >= self.plans.bulk_rows:  # loaded without the vector indexes: built now, concurrently
+            self.index_builder.request()
+        return report
 
     async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         return await self._call(self.plans.import_sessions, namespace, sessions)
@@ -360,6 +363,7 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
             return
         await self.aflush()
         self._closed = True
+        await asyncio.to_thread(self.index_builder.close)
         if self._pool is not None:
             await self._pool.close()
 
@@ -367,6 +371,7 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
         loop = self._loop
         if loop is None:
             self._closed = True
+            self.index_builder.close()
             return
         if loop.is_running():
             if _running_loop() is loop:
@@ -376,4 +381,4 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
             loop.run_until_complete(self.aclose())
         else:
             self._closed = True
-
+            self.index_builder.close()

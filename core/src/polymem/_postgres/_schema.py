@@ -10,7 +10,7 @@ from typing import Any
 
 from .._text import ANALYZER_VERSION, terms
 from ._driver import _import_psycopg, run_plan_sync, split_url
-from ._sql import TSV_FORMAT, PgPlan, Q, tsvector_literal
+from ._sql import MAINTENANCE_SETTINGS, TSV_FORMAT, PgPlan, Q, tsvector_literal
 
 MIGRATIONS: builtins.list[str] = [
     # 1: records, versions, full text, vector index registry
@@ -93,7 +93,7 @@ MIGRATIONS: builtins.list[str] = [
     ALTER TABLE polymem_memories SET (fillfactor = 80);
     """,
     # 4: per-user exact vector search reads one btree, not the heap: per model, a covering index on
-    # the scope holding the vectors (`_scan_index_sql`), built here for the models already registered
+    # the scope holding the vectors (`vector_index_statements`), built here for the models already registered
     # (every new model gets one with its HNSW index). Recall bookkeeping stays a HOT update (no indexed
     # column changes); vacuum runs sooner so index-only scans find pages marked all-visible. Rows up
     # to 4000 bytes stay whole in the heap (a 384-d row is ~2.1 KB: by default about half of them had
@@ -314,12 +314,7 @@ def rebuild_tsv() -> PgPlan[int]:
     count = yield Q("UPDATE polymem_memories m SET tsv = s.tsv::tsvector FROM polymem_tsv_stage s WHERE m.id = s.id",
                     None, "rowcount")
     yield Q("ALTER TABLE polymem_memories ENABLE TRIGGER polymem_stamp_update", None, "none")
-    # Raise (never lower) what the index builds may use: an HNSW graph built in memory is many
-    # times faster than one spilling (about 2 KB a 384-d row).
-    yield Q("SELECT set_config('maintenance_work_mem', CASE WHEN pg_size_bytes(current_setting("
-            "'maintenance_work_mem')) < pg_size_bytes('2GB') THEN '2GB' ELSE current_setting('maintenance_work_mem') "
-            "END, true), set_config('max_parallel_maintenance_workers', GREATEST(2, current_setting("
-            "'max_parallel_maintenance_workers')::int)::text, true)", None, "none")
+    yield Q(MAINTENANCE_SETTINGS, {"local": True}, "none")
     for _, definition in indexes:
         yield Q(definition, None, "none")
     return int(count)

@@ -151,6 +151,11 @@ def scan_index_name(model_id: str) -> str:
     return "polymem_scan_" + hashlib.sha1(model_id.encode()).hexdigest()[:12]
 
 
+def build_lock(model_id: str) -> int:
+    """The advisory lock held while a model's vector indexes are built (`IndexBuilder`)."""
+    return _hash64("build:" + model_id)
+
+
 def scan_key_chars(dimension: int) -> int | None:
     """How many characters namespace + user_id may have for a row to sit in the model's covering
     scan index, or None when vectors of this dimension leave no room for one.
@@ -163,16 +168,37 @@ def scan_key_chars(dimension: int) -> int | None:
     return room // 4 if room >= 256 else None
 
 
-def _scan_index_sql(model_id: str, dimension: int) -> Any:
-    """The covering index of one model: a user's vectors side by side in btree order, read by an
-    index-only scan (no heap, no TOAST) when recall is scoped to that user."""
+def vector_index_statements(model_id: str, dimension: int, *, concurrently: bool = False) -> builtins.list[tuple[str, Any]]:
+    """The vector indexes of one model, as (name, CREATE INDEX statement): when the dimension
+    leaves room for one, its covering scan index (a user's vectors side by side in btree order,
+    read by an index-only scan, no heap, no TOAST, when recall is scoped to that user), then its
+    partial HNSW index (recall over every user). `concurrently`: built without blocking writes
+    (`IndexBuilder`; not inside a transaction)."""
     from psycopg import sql
 
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {} ON polymem_memories (namespace, user_id) INCLUDE (id, expire_at, vector) "
-        "WHERE embedding_model = {} AND status = 'active' AND vector IS NOT NULL "
-        "AND length(namespace) + length(user_id) <= {}").format(
-            sql.Identifier(scan_index_name(model_id)), sql.Literal(model_id), sql.Literal(scan_key_chars(dimension)))
+    how = sql.SQL("CONCURRENTLY " if concurrently else "")
+    out = []
+    chars = scan_key_chars(dimension)
+    if chars is not None:
+        out.append((scan_index_name(model_id), sql.SQL(
+            "CREATE INDEX {}IF NOT EXISTS {} ON polymem_memories (namespace, user_id) INCLUDE (id, expire_at, vector) "
+            "WHERE embedding_model = {} AND status = 'active' AND vector IS NOT NULL "
+            "AND length(namespace) + length(user_id) <= {}").format(
+                how, sql.Identifier(scan_index_name(model_id)), sql.Literal(model_id), sql.Literal(chars))))
+    out.append((index_name(model_id), sql.SQL(
+        "CREATE INDEX {}IF NOT EXISTS {} ON polymem_memories USING hnsw ((vector::vector({})) vector_cosine_ops) "
+        "WHERE embedding_model = {}").format(how, sql.Identifier(index_name(model_id)), sql.Literal(int(dimension)),
+                                               sql.Literal(model_id))))
+    return out
+
+
+# Raise (never lower) what an index build may use: an HNSW graph built in memory is many times
+# faster than one spilling (about 2 KB a 384-d row). Parameter: local to the transaction or not.
+MAINTENANCE_SETTINGS = (
+    "SELECT set_config('maintenance_work_mem', CASE WHEN pg_size_bytes(current_setting('maintenance_work_mem')) "
+    "< pg_size_bytes('2GB') THEN '2GB' ELSE current_setting('maintenance_work_mem') END, %(local)s), "
+    "set_config('max_parallel_maintenance_workers', GREATEST(2, current_setting("
+    "'max_parallel_maintenance_workers')::int)::text, %(local)s)")
 
 
 # -- filters: `_filters.parse_filter` validates, this writes PostgreSQL -------------------------------

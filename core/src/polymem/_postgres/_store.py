@@ -10,7 +10,8 @@ from .._backend import Candidate, SearchRequest
 from .._errors import PolymemError
 from .._storage import Batch, Insert
 from ._cache import DEFAULT_VECTOR_CACHE_MB, ScopeWrites, TermStatistics, VectorCache, cached_rows
-from ._driver import _import_psycopg, split_url, vector_dumper
+from ._driver import _import_psycopg, run_plan_sync, split_url, vector_dumper
+from ._indexes import IndexBuilder, unbuilt_vector_indexes
 from ._plans import Plans, search_statements
 from ._schema import migrate
 from ._sql import PgPlan, Q
@@ -34,6 +35,7 @@ class PostgresStore:
             self.plans.ef_search = int(self._options["ef_search"])
         self.vector_cache = VectorCache(
             int(float(self._options.get("vector_cache_mb", DEFAULT_VECTOR_CACHE_MB)) * 2**20))
+        self.index_builder = IndexBuilder(self.conninfo)
         if auto_migrate:
             migrate(url)
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
@@ -41,6 +43,17 @@ class PostgresStore:
             if info is None:
                 raise PolymemError("the pgvector extension is missing; run polymem migrate")
             self._dumper = vector_dumper(info.oid)
+            # Indexes an import left for later, or a build that died: built now, in the background.
+            if auto_migrate and run_plan_sync(conn, unbuilt_vector_indexes()):
+                self.index_builder.request()
+
+    def build_vector_indexes(self, timeout: float | None = None) -> bool:
+        """Build the vector indexes a large import left for later (or a build that died left
+        invalid), concurrently, in the background, and wait up to `timeout` seconds (None: until
+        they are built; 0: not at all). True when no build is left. A large import starts this
+        itself; until an index is valid, recall is exact (and slower over every user)."""
+        self.index_builder.request()
+        return self.index_builder.wait(timeout)
 
     def _held(self, batch: Batch) -> ScopeWrites | None:
         """The vector cache's hold on the scopes the batch's (first) insert writes to."""

@@ -214,7 +214,10 @@ class PostgresBackend(PostgresStore, Backend):
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
-        return self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        report = self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        if len(rows) >= self.plans.bulk_rows:  # loaded without the vector indexes: built now, concurrently
+            self.index_builder.request()
+        return report
 
     def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         return self._call(self.plans.import_sessions, namespace, sessions)
@@ -225,28 +228,28 @@ class PostgresBackend(PostgresStore, Backend):
     def bulk_import(self, namespace: str, batches: Iterable[Sequence[dict[str, Any]]], now: datetime, *,
                     build_index: bool = True) -> ImportReport:
         """Load many batches (each its own transaction; rows as `import_rows` takes them) with
-        the vector indexes of their models (HNSW, covering scan index) dropped, then build each
-        once (`build_vector_indexes`).
+        the vector indexes of their models (HNSW, covering scan index) dropped; returns once the
+        rows are committed, the indexes then built concurrently in the background
+        (`build_vector_indexes` waits for them; `build_index=False` leaves them for it).
 
         A worker thread stages batch n+1 (rows to COPY tuples: tsvectors, versions, vector bytes)
         while batch n loads; the next batch is only pulled from `batches` once that is done, so
         the caller's own work never overlaps the load.
 
-        A maintenance operation: until the build, recalls are exact scans through the heap.
-        A crash mid-way leaves no index; the next write of the model creates them again.
+        Until the indexes are valid, recall is exact: per user through the heap, over every user
+        by a scan. A crash leaves them missing or invalid; the next store to open builds them.
         """
         from concurrent.futures import ThreadPoolExecutor
 
         report = ImportReport()
-        models: dict[str, int] = {}
+        models: set[str] = set()
 
         def load(batch: Sequence[dict[str, Any]], staged: Staged) -> None:
             for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in batch
                                if r.get("vector") is not None}:
                 if model is not None and model not in models:
-                    models[model] = dim
-                    self.plans.deferred.add(model)
-                    self._call(self.plans.drop_vector_index, model)
+                    models.add(model)
+                    self._call(self.plans.defer_vector_indexes, model, dim)
             part = self._call(self.plans.import_rows, namespace, batch, [], now, True, staged)
             report.imported += part.imported
             report.duplicates += part.duplicates
@@ -264,8 +267,8 @@ class PostgresBackend(PostgresStore, Backend):
                     load(*pending)
         finally:
             self._gather_text_index_writes(False)
-        if build_index:
-            self.build_vector_indexes(models)
+        if build_index and models:
+            self.index_builder.request()
         return report
 
     def _gather_text_index_writes(self, gather: bool) -> None:
@@ -276,16 +279,6 @@ class PostgresBackend(PostgresStore, Backend):
             conn.execute(f"ALTER INDEX polymem_memories_tsv SET (fastupdate = {'on' if gather else 'off'})")
             if not gather:
                 conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)")
-
-    def build_vector_indexes(self, models: dict[str, int] | None = None) -> None:
-        """Build the vector indexes (HNSW, covering scan index) of every deferred model
-        (`{model_id: dimension}`), then VACUUM ANALYZE the memories: fresh statistics, and
-        pages marked all-visible, which index-only scans of the covering index need."""
-        for model, dim in (models or {}).items():
-            self._call(self.plans.build_vector_index, model, dim)
-        if models:
-            with self._pool.connection() as conn:
-                conn.execute("VACUUM (ANALYZE) polymem_memories")
 
     # working memory
     def session_touch(self, op: SessionTouch) -> None:
@@ -348,6 +341,7 @@ class PostgresBackend(PostgresStore, Backend):
             return
         self._bookkeeping.close()
         self._closed = True
+        self.index_builder.close()
         for executor in (self._fan, self._load):
             if executor is not None:
                 executor.shutdown(wait=True)

@@ -41,6 +41,7 @@ from ._errors import (
 )
 from ._extract import ExtractiveSummarizer, RuleExtractor
 from ._guard import Classifier, RuleClassifier, Verdict, WritePolicy
+from ._loop import LoopThread
 from ._memory import AsyncMemory, AsyncSession, Memory, Session, open, open_async
 from ._models import (
     ConsolidationReport,
@@ -56,7 +57,7 @@ from ._models import (
 )
 from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._render import render_memories
-from ._rerank import ChatModel, ChatQueryRewriter, ChatReranker
+from ._rerank import AsyncChatModel, ChatModel, ChatQueryRewriter, ChatReranker
 from ._scoring import ScoringPolicy, maximal_marginal_relevance
 from ._text import approx_token_count
 
@@ -65,6 +66,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncMemory",
     "AsyncSession",
+    "AsyncChatModel",
     "ChatModel",
     "ChatQueryRewriter",
     "ChatReranker",
@@ -84,6 +86,7 @@ __all__ = [
     "InvalidInput",
     "InvalidURLError",
     "LockTimeoutError",
+    "LoopThread",
     "Memory",
     "MemoryDraft",
     "MemoryRecord",

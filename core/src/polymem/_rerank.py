@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ._loop import LoopThread
+
 RERANK_SYSTEM = """You judge how relevant stored memories are to a query.
 Rate every numbered memory from 0 (unrelated) to 10 (answers the query directly).
 Answer with JSON only: a list of numbers, one per memory, in the order given."""
@@ -37,6 +39,22 @@ class ChatModel(Protocol):
     an `AsyncMemory` then awaits it on its own loop."""
 
     def complete(self, system: str, prompt: str) -> str: ...
+
+
+class AsyncChatModel:
+    """Base of a `ChatModel` whose model is async only: define `acomplete`; `complete` runs it
+    to completion on one private loop (`LoopThread`), so sync stores can use it too."""
+
+    def __init__(self) -> None:
+        self._loop = LoopThread(f"polymem-{type(self).__name__}")
+
+    async def acomplete(self, system: str, prompt: str) -> str:
+        """The reply's text to `system` and `prompt`."""
+        raise NotImplementedError
+
+    def complete(self, system: str, prompt: str) -> str:
+        """`acomplete`, waited for from sync code."""
+        return self._loop.run(lambda: self.acomplete(system, prompt))
 
 
 def rerank_prompt(query: str, texts: Sequence[str]) -> str:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from collections.abc import Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from agent_framework import Message, SupportsChatGetResponse
@@ -30,16 +28,6 @@ SUMMARY_PROMPT = (
     "one concise summary in plain prose. Keep every number, unit, name, date and decision exactly as written. "
     "Answer with the summary only."
 )
-
-
-def _blocking(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run `coroutine` to completion from sync code (in a worker thread when this thread runs a loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(1, thread_name_prefix="polymem-agent-framework") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _transcript(messages: Sequence[polymem.Message]) -> str:
@@ -70,6 +58,7 @@ class ChatClientExtractor:
         self.client = client
         self.categories = tuple(categories)
         self.prompt = prompt
+        self._loop = polymem.LoopThread("polymem-agent-framework-extractor")
 
     async def aextract(self, messages: Sequence[polymem.Message]) -> list[polymem.MemoryDraft]:
         """The async form of `extract` (what an `AsyncMemory` calls)."""
@@ -85,7 +74,7 @@ class ChatClientExtractor:
 
     def extract(self, messages: Sequence[polymem.Message]) -> list[polymem.MemoryDraft]:
         """Distil `messages` into memory drafts (polymem's `Extractor` protocol)."""
-        return _blocking(self.aextract(messages))
+        return self._loop.run(lambda: self.aextract(messages))
 
     def _draft(self, item: Any) -> polymem.MemoryDraft | None:
         content = str(item.get("content") or "").strip() if isinstance(item, dict) else ""
@@ -115,6 +104,7 @@ class ChatClientSummarizer:
     def __init__(self, client: SupportsChatGetResponse[Any], *, prompt: str = SUMMARY_PROMPT) -> None:
         self.client = client
         self.prompt = prompt
+        self._loop = polymem.LoopThread("polymem-agent-framework-summarizer")
 
     async def asummarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """The async form of `summarize`."""
@@ -128,20 +118,18 @@ class ChatClientSummarizer:
 
     def summarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """Fold `messages` into `previous_summary` (polymem's `Summarizer` protocol)."""
-        return _blocking(self.asummarize(previous_summary, messages))
+        return self._loop.run(lambda: self.asummarize(previous_summary, messages))
 
 
-class _Chat:
+class _Chat(polymem.AsyncChatModel):
     """polymem's `ChatModel` on an Agent Framework chat client (async; run to completion from sync code)."""
 
     def __init__(self, client: SupportsChatGetResponse[Any]) -> None:
+        super().__init__()
         self.client = client
 
     async def acomplete(self, system: str, prompt: str) -> str:
         return await _ask(self.client, system, prompt)
-
-    def complete(self, system: str, prompt: str) -> str:
-        return _blocking(self.acomplete(system, prompt))
 
 
 class ChatClientReranker(polymem.ChatReranker):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
-import threading
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from autogen_core.models import ChatCompletionClient, SystemMessage, UserMessage
 
@@ -31,28 +29,6 @@ Answer [] when nothing is worth remembering."""
 SUMMARY_PROMPT = """Summarise the conversation below into a running summary for an assistant.
 Keep every number, amount, date and unit exactly as written, every name and every
 decision or open question. Be concise; write plain prose, no preamble."""
-
-
-def _run(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine from sync code, also when the calling thread is inside an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            box["value"] = asyncio.run(factory())
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=worker, name="polymem-autogen-llm")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return cast(T, box["value"])
 
 
 def _transcript(messages: Sequence[polymem.Message]) -> str:
@@ -99,6 +75,7 @@ class ChatCompletionExtractor:
         self.model_client = model_client
         self.categories = tuple(categories)
         self.prompt = prompt
+        self._loop = polymem.LoopThread("polymem-autogen-extractor")
 
     async def aextract(self, messages: Sequence[polymem.Message]) -> list[polymem.MemoryDraft]:
         """The async form of `extract` (for callers already in an event loop)."""
@@ -150,7 +127,7 @@ class ChatCompletionExtractor:
 
     def extract(self, messages: Sequence[polymem.Message]) -> list[polymem.MemoryDraft]:
         """Distil `messages` into memory drafts (polymem's `Extractor` protocol)."""
-        return _run(lambda: self.aextract(messages))
+        return self._loop.run(lambda: self.aextract(messages))
 
 
 class ChatCompletionSummarizer:
@@ -164,6 +141,7 @@ class ChatCompletionSummarizer:
     def __init__(self, model_client: ChatCompletionClient, *, prompt: str = SUMMARY_PROMPT) -> None:
         self.model_client = model_client
         self.prompt = prompt
+        self._loop = polymem.LoopThread("polymem-autogen-summarizer")
 
     async def asummarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """The async form of `summarize`."""
@@ -179,13 +157,14 @@ class ChatCompletionSummarizer:
 
     def summarize(self, previous_summary: str | None, messages: Sequence[polymem.Message]) -> str:
         """Fold `messages` into `previous_summary` (polymem's `Summarizer` protocol)."""
-        return _run(lambda: self.asummarize(previous_summary, messages))
+        return self._loop.run(lambda: self.asummarize(previous_summary, messages))
 
 
-class _Chat:
+class _Chat(polymem.AsyncChatModel):
     """polymem's `ChatModel` on an AutoGen model client (async; run to completion from sync code)."""
 
     def __init__(self, model_client: ChatCompletionClient) -> None:
+        super().__init__()
         self.model_client = model_client
 
     async def acomplete(self, system: str, prompt: str) -> str:
@@ -195,9 +174,6 @@ class _Chat:
         if not isinstance(result.content, str):
             raise polymem.PolymemError("the model answered with function calls, not text")
         return result.content
-
-    def complete(self, system: str, prompt: str) -> str:
-        return _run(lambda: self.acomplete(system, prompt))
 
 
 class ChatCompletionReranker(polymem.ChatReranker):

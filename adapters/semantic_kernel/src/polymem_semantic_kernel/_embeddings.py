@@ -7,7 +7,7 @@ from typing import Any
 
 from semantic_kernel.connectors.ai.embedding_generator_base import EmbeddingGeneratorBase
 
-from ._aio import LoopThread
+import polymem
 
 
 class SemanticKernelEmbedder:
@@ -34,7 +34,7 @@ class SemanticKernelEmbedder:
         self._model_id = model_id or service.ai_model_id
         self._dimension = dimension
         self._settings = settings
-        self._loop = LoopThread()
+        self._loop = polymem.LoopThread("polymem-sk-embedder")
 
     @property
     def service(self) -> EmbeddingGeneratorBase:

@@ -13,8 +13,6 @@ from semantic_kernel.contents.chat_history import ChatHistory
 
 import polymem
 
-from ._aio import LoopThread
-
 SUMMARY_INSTRUCTIONS = (
     "You maintain the running summary of a conversation. Merge the previous summary and the new "
     "messages into one concise summary in plain prose. Keep every number, unit, name, date and "
@@ -46,18 +44,18 @@ def transcript(messages: Sequence[polymem.Message]) -> str:
     return "\n".join(lines)
 
 
-class _Chat:
-    """polymem's `ChatModel` on a chat completion service, run on one private loop (`LoopThread`)."""
+class _Chat(polymem.AsyncChatModel):
+    """polymem's `ChatModel` on a chat completion service (async; sync calls run on one private loop)."""
 
     def __init__(self, service: ChatCompletionClientBase, settings: PromptExecutionSettings | None = None) -> None:
+        super().__init__()
         self._service = service
         self._settings = settings or PromptExecutionSettings()
-        self._loop = LoopThread()
 
-    def complete(self, system: str, prompt: str) -> str:
+    async def acomplete(self, system: str, prompt: str) -> str:
         history = ChatHistory(system_message=system)
         history.add_user_message(prompt)
-        reply = self._loop.run(lambda: self._service.get_chat_message_content(history, self._settings))
+        reply = await self._service.get_chat_message_content(history, self._settings)
         return "" if reply is None else str(reply.content).strip()
 
 

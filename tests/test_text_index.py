@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import polymem
-from polymem._sqlite import MIGRATIONS, namespace_token, scope_token
 from polymem._errors import InvalidInput
+from polymem._sqlite import MIGRATIONS, namespace_token, scope_token
 from polymem._text import analyzer_id
 
 PORTER1 = Path(__file__).parent / "data" / "porter1"  # written by make.py there, with the Porter analyzer

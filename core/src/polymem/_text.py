@@ -22,8 +22,8 @@ import threading
 import unicodedata
 from functools import lru_cache
 
-import stop_words
 import Stemmer
+import stop_words
 
 from ._errors import InvalidInput
 
@@ -91,12 +91,14 @@ def _stemmer(language: str) -> Stemmer.Stemmer:
     return stemmer
 
 
-@lru_cache(maxsize=32)
 def _stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
     """(stopwords, function words) of a language: English's are polymem's own (tuned on LoCoMo),
     the others' the `stop-words` package's list (none if it has no list for the language)."""
-    if language == DEFAULT_LANGUAGE:
-        return STOPWORDS, _FUNCTION_WORDS
+    return (STOPWORDS, _FUNCTION_WORDS) if language == DEFAULT_LANGUAGE else _listed_stopwords(language)
+
+
+@lru_cache(maxsize=32)
+def _listed_stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
     try:
         words = frozenset(w.casefold() for w in stop_words.get_stop_words(language))
     except stop_words.StopWordError:

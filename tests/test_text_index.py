@@ -195,3 +195,22 @@ def test_a_match_ranked_below_hundreds_of_filtered_out_matches_is_still_found(tm
                         user_id="u", category="work")
         hits = mem.recall("Kyoto", user_id="u", category="work")
     assert [hit.memory.memory_id for hit in hits] == [work.memory_id]
+
+
+def test_a_memory_store_takes_its_language_from_the_url() -> None:
+    with polymem.open("memory://?language=french", embedder=None) as mem:
+        horses = mem.save("Les chevaux mangeaient des pommes", user_id="u").memory_id
+        assert [h.memory.memory_id for h in mem.recall("cheval", user_id="u")] == [horses]
+
+
+def test_a_client_of_a_service_cannot_choose_the_language() -> None:
+    with pytest.raises(InvalidInput, match="configured on the server"):
+        polymem.open("http://127.0.0.1:9", language="german")
+
+
+def test_an_explained_recall_names_the_terms_in_the_stores_language() -> None:
+    with polymem.open("memory://", embedder=None, language="german") as mem:
+        mem.save("Die Kinder spielten in den Häusern", user_id="u")
+        (hit,) = mem.recall("Spielt das Kind im Haus?", user_id="u", explain=True)
+    assert hit.explanation is not None
+    assert [t["term"] for t in hit.explanation["text"]["terms"]] == ["spielt", "kind", "haus"]

@@ -3,9 +3,10 @@
 Full-text terms are computed here, not by the database tokenizer, so that
 every backend indexes the same terms: lower-cased words reduced by the Snowball
 stemmer of the store's language (PyStemmer; English: "inspired", "inspiring",
-"inspiration" → "inspir"), the language's function words left out, and CJK text as overlapping character bigrams plus single
-characters (SQLite's unicode61 finds nothing in Chinese and trigram misses
-two-character words; application bigrams find everything).
+"inspiration" → "inspir"), the language's function words left out, and CJK
+text as overlapping character bigrams plus single characters (SQLite's unicode61
+finds nothing in Chinese and trigram misses two-character words; application
+bigrams find everything).
 
 `ANALYZER_VERSION` names this analysis; a store records it with its language
 (`analyzer_id`), and a store indexed by another version or in another language

@@ -24,7 +24,6 @@ import unicodedata
 from functools import lru_cache
 
 import Stemmer
-import stop_words
 
 from ._errors import InvalidInput
 
@@ -100,6 +99,8 @@ def _stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
 
 @lru_cache(maxsize=32)
 def _listed_stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
+    import stop_words  # only a store in another language than English needs it
+
     try:
         words = frozenset(w.casefold() for w in stop_words.get_stop_words(language))
     except stop_words.StopWordError:

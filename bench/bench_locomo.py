@@ -61,7 +61,7 @@ import polymem
 import polymem._engine as polymem_engine
 import polymem._text as polymem_text
 from polymem import MemoryDraft, ScoringPolicy
-from polymem._text import terms as polymem_terms  # the core's full-text analyzer (Porter stemmer, stopwords)
+from polymem._text import terms as polymem_terms  # the core's full-text analyzer (Snowball stemmer, stopwords)
 from polymem.testing import FakeClock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -275,7 +275,7 @@ def rank_normalised(how: str) -> Callable[..., list[Any]]:
 
 
 def light_stem(word: str) -> str:
-    """The core's stemmer before the Porter stemmer: plural and common verb endings only."""
+    """The core's stemmer before the Porter (now Snowball) stemmer: plural and common verb endings only."""
     if len(word) <= 3 or not word.isascii():
         return word
     for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
@@ -288,7 +288,7 @@ def light_stem(word: str) -> str:
     return word
 
 
-def light_term(token: str) -> str:
+def light_term(token: str, language: str = "english") -> str:
     return light_stem(polymem_text._normalise_spelling(token))
 
 
@@ -375,7 +375,7 @@ def variants(experiments: bool) -> list[Variant]:
             Variant("exp: default, asked 1 year after the last session", ScoringPolicy(), ask_after_days=365),
             Variant("exp: previous analyzer (light stemmer, function words indexed)", text=LIGHT_STEMMER | INDEX_FUNCTION_WORDS),
             Variant("exp: light stemmer, function words not indexed", text=LIGHT_STEMMER),
-            Variant("exp: Porter stemmer, function words indexed", text=INDEX_FUNCTION_WORDS),
+            Variant("exp: Snowball stemmer, function words indexed", text=INDEX_FUNCTION_WORDS),
             Variant("exp: full text only (vector_weight 0)", ScoringPolicy(vector_weight=0.0)),
             Variant("exp: vector_weight 0.3", ScoringPolicy(vector_weight=0.3)),
             Variant("exp: vector_weight 0.5", ScoringPolicy(vector_weight=0.5)),
@@ -611,7 +611,7 @@ def findings(figures: dict[str, dict[str, dict[str, float]]]) -> str:
 
     default = "polymem default"
     wanted = [default, "exp: previous analyzer (light stemmer, function words indexed)",
-              "exp: light stemmer, function words not indexed", "exp: Porter stemmer, function words indexed",
+              "exp: light stemmer, function words not indexed", "exp: Snowball stemmer, function words indexed",
               "exp: vector_weight 0.3", "exp: vector_weight 0.5", "exp: cosine relative to the best candidate's",
               "exp: cosine min-max over the candidates", "exp: RRF fusion in rank", "exp: 50 candidates per path",
               "exp: 200 candidates per path", "exp: live_weight 0.1", "exp: live_weight 0.3",
@@ -626,7 +626,7 @@ def findings(figures: dict[str, dict[str, dict[str, float]]]) -> str:
         "function words indexed) gave " + fig("exp: previous analyzer (light stemmer, function words indexed)")
         + "; leaving English function words out of the stored terms (queries already dropped them; "
         "they only blurred BM25's length normalisation) gave " + fig("exp: light stemmer, function words not indexed")
-        + "; the Porter stemmer alone " + fig("exp: Porter stemmer, function words indexed")
+        + "; the Snowball stemmer alone " + fig("exp: Snowball stemmer, function words indexed")
         + "; both, with per-user term statistics (below), the default: " + fig(default) + ". "
         "Did not help: how the two signals are blended. Once both are on a [0, 1] scale (cosine as it is, "
         "BM25 relative to the best match), R@10 stays within " + spread(blend)

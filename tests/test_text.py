@@ -4,27 +4,43 @@ from __future__ import annotations
 
 import pytest
 
-from polymem._text import query_terms, terms
+from polymem._errors import InvalidInput
+from polymem._text import analyzer_id, check_language, language_of, query_terms, terms
 
-# Outputs of the published Porter (1980) algorithm.
-PORTER = {
-    "caresses": "caress", "ponies": "poni", "cats": "cat", "feed": "feed", "agreed": "agre", "plastered": "plaster",
-    "bled": "bled", "motoring": "motor", "sing": "sing", "conflated": "conflat", "troubled": "troubl", "sized": "size",
-    "hopping": "hop", "tanned": "tan", "falling": "fall", "hissing": "hiss", "fizzed": "fizz", "filing": "file",
-    "happy": "happi", "sky": "sky", "relational": "relat", "conditional": "condit", "rational": "ration",
-    "digitizer": "digit", "predication": "predic", "operator": "oper", "feudalism": "feudal", "decisiveness": "decis",
-    "hopefulness": "hope", "callousness": "callous", "triplicate": "triplic", "formative": "form",
-    "formalize": "formal", "electrical": "electr", "goodness": "good", "revival": "reviv", "allowance": "allow",
-    "inference": "infer", "airliner": "airlin", "gyroscopic": "gyroscop", "adjustable": "adjust",
-    "defensible": "defens", "irritant": "irrit", "replacement": "replac", "adoption": "adopt", "communism": "commun",
-    "activate": "activ", "effective": "effect", "bowdlerize": "bowdler", "probate": "probat", "rate": "rate",
-    "cease": "ceas", "controlling": "control", "rolling": "roll", "generalizations": "gener",
+# Part of the sample vocabulary and output published for the Snowball English stemmer (snowballstem.org).
+SNOWBALL_ENGLISH = {
+    "consigned": "consign", "consignment": "consign", "consistency": "consist", "consistently": "consist",
+    "consolations": "consol", "consolatory": "consolatori", "consolidating": "consolid", "consolingly": "consol",
+    "consonant": "conson", "conspicuously": "conspicu", "conspiracy": "conspiraci", "conspirators": "conspir",
+    "constables": "constabl", "constancy": "constanc", "knackeries": "knackeri", "knavish": "knavish",
+    "kneeled": "kneel", "knightly": "knight", "knitting": "knit", "knives": "knive", "knockers": "knocker",
 }
 
 
-@pytest.mark.parametrize(("word", "stem"), sorted(PORTER.items()))
-def test_words_are_reduced_by_the_porter_stemmer(word: str, stem: str) -> None:
+@pytest.mark.parametrize(("word", "stem"), sorted(SNOWBALL_ENGLISH.items()))
+def test_words_are_reduced_by_the_snowball_english_stemmer(word: str, stem: str) -> None:
     assert terms(word) == [stem] and query_terms(word) == [stem]
+
+
+def test_german_plurals_and_verb_forms_meet_in_a_german_analysis() -> None:
+    assert terms("Die Kinder spielten in den Häusern", language="german") == ["kind", "spielt", "haus"]
+    assert query_terms("Wo spielt das Kind im Haus?", "german") == ["spielt", "kind", "haus"]
+
+
+def test_french_plurals_and_verb_forms_meet_in_a_french_analysis() -> None:
+    assert terms("Les chevaux mangeaient des pommes", language="french") == ["cheval", "mang", "pomm"]
+    assert query_terms("Le cheval a mangé une pomme", "french") == ["cheval", "mang", "pomm"]
+
+
+def test_a_language_is_named_by_its_snowball_name_or_iso_code() -> None:
+    assert check_language("German") == "german" and check_language("fr") == "french"
+    with pytest.raises(InvalidInput, match="language must be one of"):
+        check_language("klingon")
+
+
+def test_a_store_indexed_before_languages_existed_is_english() -> None:
+    assert language_of("porter-1") == "english" and language_of(None) == "english"
+    assert language_of(analyzer_id("german")) == "german"
 
 
 def test_inflections_of_one_word_meet() -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 import polymem
+from polymem._errors import InvalidInput
 from polymem._sqlite import MIGRATIONS, namespace_token, scope_token
-from polymem._text import ANALYZER_VERSION
+from polymem._text import analyzer_id
+
+PORTER1 = Path(__file__).parent / "data" / "porter1"  # written by make.py there, with the Porter analyzer
 
 
 def _store_with_one_memory(path: Path) -> str:
@@ -30,7 +34,67 @@ def test_a_store_indexed_by_another_analyzer_is_reindexed_when_opened(tmp_path: 
         conn.execute("UPDATE memory_fts SET body = 'stale'")
     assert _found(path, "inspiration") == [memory_id]
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == ANALYZER_VERSION
+        assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == analyzer_id("english")
+
+
+def test_a_store_built_by_the_porter_analyzer_is_reindexed_by_the_snowball_one(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    shutil.copy(PORTER1 / "store.db", path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == "porter-1"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        # Snowball's terms: "general" and "communism", which Porter indexed as "gener" and "commun"
+        assert [h.memory.content for h in mem.recall("general communism", user_id="u")] == \
+            ["Generalizations about communism bored the reading group"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == analyzer_id("english")
+        assert "general communism bore" in conn.execute("SELECT body FROM memory_fts").fetchone()[0]
+
+
+def test_a_german_store_matches_plurals_and_verb_forms(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None, language="german") as mem:
+        houses = mem.save("Die Kinder spielten in den Häusern", user_id="u").memory_id
+        mem.save("Der Zug fährt um acht Uhr", user_id="u")
+        assert [h.memory.memory_id for h in mem.recall("Wo spielt das Kind?", user_id="u")] == [houses]
+        assert [h.memory.memory_id for h in mem.recall("Haus", user_id="u")] == [houses]
+
+
+def test_a_french_store_named_in_the_url_matches_plurals_and_verb_forms(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}?language=fr", embedder=None) as mem:
+        horses = mem.save("Les chevaux mangeaient des pommes", user_id="u").memory_id
+        mem.save("Le train part à huit heures", user_id="u")
+        assert [h.memory.memory_id for h in mem.recall("Le cheval a mangé", user_id="u")] == [horses]
+
+
+def test_a_store_keeps_its_language_when_opened_without_one(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None, language="german") as mem:
+        houses = mem.save("Die Kinder spielten in den Häusern", user_id="u").memory_id
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        assert mem.backend.language == "german"  # type: ignore[attr-defined]
+        assert [h.memory.memory_id for h in mem.recall("Kind", user_id="u")] == [houses]
+
+
+def test_naming_another_language_reindexes_the_store_in_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:  # English: "häusern" stays whole
+        houses = mem.save("Die Kinder spielten in den Häusern", user_id="u").memory_id
+        assert mem.recall("Haus", user_id="u") == []
+    with polymem.open(f"sqlite:///{path}", embedder=None, language="de") as mem:
+        assert [h.memory.memory_id for h in mem.recall("Haus", user_id="u")] == [houses]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()[0] == analyzer_id("german")
+
+
+def test_an_unknown_language_is_a_typed_error_that_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=None) as mem:
+        mem.save("The user was inspired by jazz concerts", user_id="u")
+    with pytest.raises(InvalidInput, match="language must be one of"):
+        polymem.open(f"sqlite:///{path}", embedder=None, language="klingon")
+    with pytest.raises(InvalidInput, match="language must be one of"):
+        polymem.open(f"sqlite:///{path}?language=klingon", embedder=None)
+    assert len(_found(path, "inspiration")) == 1
 
 
 def test_a_version_3_store_moves_its_scope_tokens_out_of_the_ranked_text(tmp_path: Path) -> None:
@@ -131,3 +195,22 @@ def test_a_match_ranked_below_hundreds_of_filtered_out_matches_is_still_found(tm
                         user_id="u", category="work")
         hits = mem.recall("Kyoto", user_id="u", category="work")
     assert [hit.memory.memory_id for hit in hits] == [work.memory_id]
+
+
+def test_a_memory_store_takes_its_language_from_the_url() -> None:
+    with polymem.open("memory://?language=french", embedder=None) as mem:
+        horses = mem.save("Les chevaux mangeaient des pommes", user_id="u").memory_id
+        assert [h.memory.memory_id for h in mem.recall("cheval", user_id="u")] == [horses]
+
+
+def test_a_client_of_a_service_cannot_choose_the_language() -> None:
+    with pytest.raises(InvalidInput, match="configured on the server"):
+        polymem.open("http://127.0.0.1:9", language="german")
+
+
+def test_an_explained_recall_names_the_terms_in_the_stores_language() -> None:
+    with polymem.open("memory://", embedder=None, language="german") as mem:
+        mem.save("Die Kinder spielten in den Häusern", user_id="u")
+        (hit,) = mem.recall("Spielt das Kind im Haus?", user_id="u", explain=True)
+    assert hit.explanation is not None
+    assert [t["term"] for t in hit.explanation["text"]["terms"]] == ["spielt", "kind", "haus"]

@@ -1030,7 +1030,7 @@ def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) 
     import psycopg
 
     from polymem._postgres import TSV_FORMAT, migrate, namespace_lexeme, scope_lexeme
-    from polymem._text import ANALYZER_VERSION
+    from polymem._text import analyzer_id
 
     with polymem.open(pg_url, embedder=None) as mem:
         memory_id = mem.save("The user was inspired by jazz concerts", user_id="u").memory_id
@@ -1041,7 +1041,7 @@ def test_full_text_built_by_another_analyzer_is_rebuilt_by_migrate(pg_url: str) 
     with polymem.open(pg_url, embedder=None) as mem:
         assert [hit.memory.memory_id for hit in mem.recall("inspiration", user_id="u")] == [memory_id]
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone()[0] == ANALYZER_VERSION
+        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone()[0] == analyzer_id("english")
         assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'tsv_format'").fetchone()[0] == TSV_FORMAT
         assert [w for w in conn.execute("SELECT tsv::text FROM polymem_memories").fetchone()[0].split()
                 if w.endswith("A")] == [f"'{namespace_lexeme('default')}':1A", f"'{scope_lexeme('default', 'u')}':2A"]
@@ -1081,8 +1081,8 @@ def test_the_full_text_rebuild_is_set_based_and_leaves_every_row_searchable(pg_u
                                  category="fact", source="api", importance=0.5, agent_id=None, session_id=None)
     real_rebuild = _schema.rebuild_tsv
 
-    def rebuild_with_writes() -> Any:
-        plan = real_rebuild()
+    def rebuild_with_writes(language: str) -> Any:
+        plan = real_rebuild(language)
         send = None
         while True:
             try:
@@ -1202,3 +1202,21 @@ def test_session_end_is_one_transaction_when_its_delete_fails(pg_url: str, drive
     with polymem.open(pg_url, embedder=None) as mem:
         assert mem.list(user_id="ann") == []
         assert [s.session_id for s in mem.sessions(user_id="ann")] == ["chat"]
+
+
+def test_a_german_store_stems_german_and_keeps_its_language(pg_url: str) -> None:
+    import psycopg
+
+    from polymem._text import analyzer_id
+
+    with polymem.open(pg_url, embedder=None) as mem:  # English: "häusern" stays whole
+        houses = mem.save("Die Kinder spielten in den Häusern", user_id="u").memory_id
+        assert mem.recall("Haus", user_id="u") == []
+    with polymem.open(pg_url, embedder=None, language="german") as mem:  # re-indexed in German
+        assert [h.memory.memory_id for h in mem.recall("Wo spielt das Kind?", user_id="u")] == [houses]
+    with polymem.open(pg_url, embedder=None) as mem:  # the store remembers its language
+        assert mem.backend.language == "german"  # type: ignore[attr-defined]
+        assert [h.memory.memory_id for h in mem.recall("Haus", user_id="u")] == [houses]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone()[0] == \
+            analyzer_id("german")

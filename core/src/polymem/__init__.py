@@ -59,7 +59,7 @@ from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, 
 from ._render import render_memories
 from ._rerank import AsyncChatModel, ChatModel, ChatQueryRewriter, ChatReranker
 from ._scoring import ScoringPolicy, maximal_marginal_relevance
-from ._text import approx_token_count
+from ._text import LANGUAGES, approx_token_count
 
 __version__ = "0.1.0"
 
@@ -85,6 +85,7 @@ __all__ = [
     "InvalidFilterError",
     "InvalidInput",
     "InvalidURLError",
+    "LANGUAGES",
     "LockTimeoutError",
     "LoopThread",
     "Memory",

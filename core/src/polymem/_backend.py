@@ -25,6 +25,7 @@ import numpy as np
 
 from ._errors import StoreClosedError
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
+from ._text import DEFAULT_LANGUAGE
 from ._time import from_iso
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ class RecordStore(ABC):
     """Long-term memory: records, their versions, vectors and full text."""
 
     url: str
+    language: str = DEFAULT_LANGUAGE  # the one its full text is analysed in (`_text.terms`), from its metadata
 
     @abstractmethod
     def apply(self, batch: Batch) -> builtins.list[Any]:
@@ -458,6 +460,7 @@ class AsyncRecordStore(ABC):
     stay callable from a worker thread, `aflush` is the coroutine twin of `flush`."""
 
     url: str
+    language: str = DEFAULT_LANGUAGE  # as `RecordStore.language`
 
     @abstractmethod
     async def apply(self, batch: Batch) -> builtins.list[Any]: ...

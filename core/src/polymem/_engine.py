@@ -101,7 +101,7 @@ from ._storage import (
     Update,
     WrittenSince,
 )
-from ._text import content_hash, numbers_with_units, query_terms, terms
+from ._text import DEFAULT_LANGUAGE, content_hash, numbers_with_units, query_terms, terms
 from ._time import Clock, from_iso, require_aware
 
 log = logging.getLogger("polymem")
@@ -252,6 +252,7 @@ class Engine:
         self.token_counter = token_counter
         self.judge = judge
         self.max_content_chars = max_content_chars
+        self.language = DEFAULT_LANGUAGE  # of the full text: the transport sets its record store's
         self._told_foreign = False
         self.classifier = classifier
         self.write_policy = write_policy or WritePolicy()
@@ -328,7 +329,7 @@ class Engine:
             embedding_model=self.embedder.model_id if self.embedder else None, entities=entities,
             metadata=clean_metadata(check_metadata(draft.metadata)),
         )
-        return NewRecord(record, None, content_hash(content), idempotency_key, tuple(terms(content)))
+        return NewRecord(record, None, content_hash(content), idempotency_key, tuple(terms(content, language=self.language)))
 
     def save(self, content: str, *, user_id: str | None, agent_id: str | None = None, session_id: str | None = None,
              category: str = "fact", source: str = "user_input", importance: float | None = None,
@@ -701,7 +702,7 @@ class Engine:
             raise InvalidInput("query_vector was given but the store has no embedder (lexical-only mode)")
         else:
             vectors = [None] * len(queries)
-        terms_of_queries = [tuple(query_terms(q)) for q in queries]
+        terms_of_queries = [tuple(query_terms(q, self.language)) for q in queries]
         if valid_at is not None:
             valid_at = require_aware(valid_at, "valid_at")
         now_only = as_of is None and valid_at is None
@@ -854,7 +855,7 @@ class Engine:
         model_id = self.embedder.model_id if self.embedder else None
         if valid_at is not None or everything:
             rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
-            ranks = bm25_ranks([terms(r.content) for r, _ in rows], query)
+            ranks = bm25_ranks([terms(r.content, language=self.language) for r, _ in rows], query)
             similarities = yield from self._similarities(rows, vector)
             return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
         changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
@@ -905,14 +906,14 @@ class Engine:
         in `found`: BM25 with the search's term weights, relative to the search's best match (its
         text read again); above 1 for a version matching better."""
         rows, docs = yield DocumentFrequencies(self.namespace, builtins.list(dict.fromkeys(query)))
-        documents = [terms(record.content) for record in past]
+        documents = [terms(record.content, language=self.language) for record in past]
         # a term only past versions hold (a deleted memory's) is no less searchable for it
         held = Counter(t for doc in documents for t in set(doc))
         docs, rows = {t: docs.get(t, 0) + held[t] for t in query}, rows + len(past)
         idf = {t: bm25_idf(rows, docs[t]) for t in selective_terms(query, docs, rows, with_vector=with_vector)}
         best = max((c for c in found if c.text_rank is not None), key=lambda c: c.text_rank or 0.0, default=None)
         if best is not None:
-            documents += [terms(r.content) for r in (yield GetRecords(self.namespace, [best.id]))]
+            documents += [terms(r.content, language=self.language) for r in (yield GetRecords(self.namespace, [best.id]))]
         scores = bm25_scores(documents, idf)
         scale = scores.get(len(past)) or max((scores.get(i, 0.0) for i in range(len(past))), default=0.0)
         return {i: score / scale for i, score in scores.items() if i < len(past) and scale > 0}
@@ -1011,7 +1012,7 @@ class Engine:
             if hit.explanation is None:  # a memory that filled a recall up to top_k matched nothing
                 continue
             record = hit.memory
-            held = set(terms(record.content))
+            held = set(terms(record.content, language=self.language))
             hit.explanation["text"]["terms"] = [
                 {"term": t, "weight": bm25_idf(rows, docs.get(t, 0)), "documents": docs.get(t, 0),
                  "searched": t in searched} for t in dict.fromkeys(query) if t in held]
@@ -1050,7 +1051,7 @@ class Engine:
             yield from self._screen_update(memory_id, changes)
         vector, model_id, chash, new_terms = None, None, None, None
         if "content" in changes:
-            chash, new_terms = content_hash(changes["content"]), terms(changes["content"])
+            chash, new_terms = content_hash(changes["content"]), terms(changes["content"], language=self.language)
             if self.embedder is not None:
                 raw = yield embed_op([changes["content"]])
                 vector, model_id = as_matrix(raw, self.embedder.dimension)[0], self.embedder.model_id
@@ -1247,7 +1248,7 @@ class Engine:
             {"content": newer.content, "metadata": metadata, "importance": max(older.importance, newer.importance),
              "source": newer.source, "entities": tuple(dict.fromkeys([*older.entities, *newer.entities]))},
             older.version, self.clock(), vector, self.embedder.model_id if self.embedder else None,
-            content_hash(newer.content), terms(newer.content))
+            content_hash(newer.content), terms(newer.content, language=self.language))
         retire = self._retirement(newer, {"archived_reason": "superseded", "merged_into": older.memory_id})
         try:  # one transaction: the older memory takes the newer truth only if the newer copy retires
             updated, _ = yield Batch(supersede, retire)

@@ -108,6 +108,7 @@ class LocalTransport:
         self.sessions: AnySessionStore = sessions if sessions is not None else cast(AnySessionStore, records)
         self._split = sessions is not None and cast(object, sessions) is not records
         self.engine = engine
+        engine.language = records.language  # full text is analysed in the store's language
         self._closed = False
         self._twin: LocalTransport | None = None
 

@@ -22,7 +22,7 @@ from ._plan import Plan, adrive, drive
 from ._protocols import ContradictionJudge, Embedder, Extractor, QueryRewriter, Reranker, Summarizer, TokenCounter
 from ._scoring import ScoringPolicy
 from ._surface import AsyncOperation, AsyncSessionOperation, SyncOperation, SyncSessionOperation, Transport
-from ._text import approx_token_count
+from ._text import approx_token_count, check_language
 from ._time import Clock, checked_clock, utc_now
 from .operations import Operation, SessionSpec
 
@@ -62,15 +62,15 @@ def with_namespace(url: str, namespace: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}namespace={quote(namespace, safe='')}"
 
 
-def split_namespace(url: str) -> tuple[str, str | None]:
-    """Take `namespace=…` out of a URL's query: (url without it, namespace or None)."""
+def split_option(url: str, option: str = "namespace") -> tuple[str, str | None]:
+    """Take `namespace=…` (or another `option`) out of a URL's query: (url without it, its value or None)."""
     base, sep, query = url.partition("?")
     if not sep:
         return url, None
     pairs = parse_qsl(query, keep_blank_values=True)
-    namespace = next((v for k, v in pairs if k == "namespace"), None)
-    rest = urlencode([(k, v) for k, v in pairs if k != "namespace"])
-    return (f"{base}?{rest}" if rest else base), namespace
+    value = next((v for k, v in pairs if k == option), None)
+    rest = urlencode([(k, v) for k, v in pairs if k != option])
+    return (f"{base}?{rest}" if rest else base), value
 
 
 def _load_factory(spec: str) -> Callable[..., Any]:
@@ -89,14 +89,16 @@ def make_session_store(url: str, *, asynchronous: bool = False) -> AnySessionSto
 
 
 def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBackend:
-    """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme."""
+    """Open the storage a URL names: `sqlite:///path`, `memory://`, or a plug-in scheme
+    (`?language=` names the language of its full text for every scheme)."""
     check_url(url)
     parsed = urlparse(url)
     scheme = parsed.scheme.split("+")[0]
     if scheme == "memory":
         from ._sqlite import SQLiteBackend
 
-        return SQLiteBackend(None, memory_name=unquote(url[len("memory://"):]).strip("/"))
+        name, language = split_option(url, "language")
+        return SQLiteBackend(None, memory_name=unquote(name[len("memory://"):]).strip("/"), language=language)
     if scheme == "sqlite":
         # As SQLAlchemy: sqlite:///relative/file.db, sqlite:////absolute/file.db
         location, _, query = url.partition("?")
@@ -104,14 +106,14 @@ def make_backend(url: str, *, asynchronous: bool = False) -> Backend | AsyncBack
         if not path.strip("/"):
             raise InvalidURLError(f"{url!r} names no file; use sqlite:///relative/file.db or sqlite:////abs/file.db")
         options = dict(parse_qsl(query, keep_blank_values=True))
-        unknown = sorted(set(options) - {"mode", "durability"})
+        unknown = sorted(set(options) - {"mode", "durability", "language"})
         if unknown or options.get("mode", "ro") != "ro":
-            raise InvalidURLError(f"{url!r}: an sqlite URL takes ?mode=ro and ?durability=normal|full, "
-                                  f"not {unknown or options}")
+            raise InvalidURLError(f"{url!r}: an sqlite URL takes ?mode=ro, ?durability=normal|full and "
+                                  f"?language=, not {unknown or options}")
         from ._sqlite import SQLiteBackend
 
         return SQLiteBackend(Path(path), read_only="mode" in options,
-                             durability=options.get("durability", "normal"))
+                             durability=options.get("durability", "normal"), language=options.get("language"))
     spec = (ASYNC_BACKENDS.get(scheme) if asynchronous else None) or BACKENDS.get(scheme) or _entry_point(scheme)
     if spec is None:
         raise _unknown_scheme(url)
@@ -446,7 +448,7 @@ def open(  # noqa: A001 - the public name is polymem.open
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
     classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
-    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None,
+    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None, language: str | None = None,
 ) -> Memory:
     """Open a store: `sqlite:///path.db` (default: a file in the user's data dir;
     `POLYMEM_URL` overrides), `memory://`, `http(s)://host:port` (a `polymem serve` service;
@@ -459,6 +461,9 @@ def open(  # noqa: A001 - the public name is polymem.open
     `write_policy` says what a flagged write becomes (`WritePolicy`). A `reranker` rescores
     each recall's best candidates and a `query_rewriter` adds variants of its query
     (`ChatReranker`, `ChatQueryRewriter`, or the adapters' on their framework's model).
+    `language` (or `?language=` in the URL: "german", "fr", ... any of `polymem.LANGUAGES`) is
+    the one the store's full text is stemmed in; a new store is English, an existing one keeps
+    the language it was indexed in unless another is named (then it is re-indexed).
 
     >>> import polymem
     >>> with polymem.open("memory://", embedder=None) as mem:
@@ -470,7 +475,7 @@ def open(  # noqa: A001 - the public name is polymem.open
                              extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
                              max_content_chars=max_content_chars, token=token, working_memory=working_memory,
                              classifier=classifier, write_policy=write_policy, reranker=reranker,
-                             query_rewriter=query_rewriter))
+                             query_rewriter=query_rewriter, language=language))
 
 
 def open_async(
@@ -479,14 +484,14 @@ def open_async(
     token_counter: TokenCounter | None = None, judge: ContradictionJudge | None = None,
     max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS, token: str | None = None, working_memory: str | None = None,
     classifier: Classifier | str | None = "rules", write_policy: WritePolicy | None = None,
-    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None,
+    reranker: Reranker | None = None, query_rewriter: QueryRewriter | None = None, language: str | None = None,
 ) -> AsyncMemory:
     """`open()` for asyncio code: the same store, with awaitable methods."""
     return AsyncMemory(_transport(url, True, embedder=embedder, clock=clock, namespace=namespace, scoring=scoring,
                                   extractor=extractor, summarizer=summarizer, token_counter=token_counter, judge=judge,
                                   max_content_chars=max_content_chars, token=token, working_memory=working_memory,
                                   classifier=classifier, write_policy=write_policy, reranker=reranker,
-                                  query_rewriter=query_rewriter))
+                                  query_rewriter=query_rewriter, language=language))
 
 
 def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clock | None, namespace: str,
@@ -494,16 +499,16 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
                token_counter: TokenCounter | None, judge: ContradictionJudge | None, max_content_chars: int,
                token: str | None, working_memory: str | None, classifier: Any = "rules",
                write_policy: WritePolicy | None = None, reranker: Reranker | None = None,
-               query_rewriter: QueryRewriter | None = None) -> Transport:
+               query_rewriter: QueryRewriter | None = None, language: str | None = None) -> Transport:
     """What carries a store's operations: HTTP to a service, or the engine over a backend."""
-    url, from_url = split_namespace(url or default_url())
+    url, from_url = split_option(url or default_url())
     namespace = from_url if from_url and namespace == "default" else namespace
     check_url(url)
     if _is_http(url):
         configured = {"clock": clock, "scoring": scoring, "extractor": extractor, "summarizer": summarizer,
                       "token_counter": token_counter, "judge": judge, "working_memory": working_memory,
                       "write_policy": write_policy, "classifier": None if classifier == "rules" else classifier,
-                      "reranker": reranker, "query_rewriter": query_rewriter}
+                      "reranker": reranker, "query_rewriter": query_rewriter, "language": language}
         # `embedder` is ignored: whether this process would load a model does not matter to a remote store.
         ignored = sorted(k for k, v in configured.items() if v is not None)
         if ignored:
@@ -514,6 +519,9 @@ def _transport(url: str | None, asynchronous: bool, *, embedder: Any, clock: Clo
                              asynchronous=asynchronous)
     engine = _engine(namespace, embedder, clock, scoring, extractor, summarizer, token_counter, judge,
                      max_content_chars, classifier, write_policy, reranker, query_rewriter)
+    if language is not None:  # the backends read it from the URL, as their other options
+        url, _ = split_option(url, "language")
+        url = f"{url}{'&' if '?' in url else '?'}{urlencode({'language': check_language(language)})}"
     backend = make_backend(url, asynchronous=asynchronous)
     try:
         sessions = None if working_memory is None else make_session_store(working_memory, asynchronous=asynchronous)

@@ -277,7 +277,7 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
         row = {"record": record, "versions": versions,
                "vector": np.asarray(vector, dtype=np.float32) if usable else None,
                "idempotency_key": item["idempotency_key"], "content_hash": content_hash(record.content),
-               "terms": terms(record.content)}
+               "terms": terms(record.content, language=engine.language)}
         if model is not None and not usable:
             needs_embedding.append(row)
         elif model is None:

@@ -53,7 +53,7 @@ from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
 from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
 from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
-from ._text import ANALYZER_VERSION, terms
+from ._text import analyzer_id, check_language, language_of, terms
 from ._time import to_iso
 
 MIGRATIONS: builtins.list[str] = [
@@ -581,10 +581,13 @@ class _VectorCache:
 
 
 class SQLiteBackend(Backend):
-    """SQLite storage: a file path, or None for a private in-process database."""
+    """SQLite storage: a file path, or None for a private in-process database. `language` is
+    the one its full text is analysed in (None: the one it was indexed in, English for a new store);
+    another than the stored one re-indexes the store."""
 
     def __init__(self, path: str | Path | None, *, memory_name: str = "", busy_timeout_ms: int = 30_000,
-                 read_only: bool = False, durability: str = "normal") -> None:
+                 read_only: bool = False, durability: str = "normal", language: str | None = None) -> None:
+        self._wanted_language = None if language is None else check_language(language)
         if durability not in DURABILITY:
             raise InvalidURLError(f"durability must be one of {sorted(DURABILITY)}, got {durability!r}")
         self.path = None if path is None else Path(path)
@@ -661,9 +664,15 @@ class SQLiteBackend(Backend):
         if "schema_migrations" in tables:
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         analyzed = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone() if "meta" in tables else None
-        if done != set(range(1, len(MIGRATIONS) + 1)) or analyzed is None or analyzed[0] != ANALYZER_VERSION:
-            raise ReadOnlyStoreError(f"{self.url} is read-only and needs an upgrade to this polymem version: "
+        if done != set(range(1, len(MIGRATIONS) + 1)) or analyzed is None or analyzed[0] != self._analyzer(analyzed[0]):
+            raise ReadOnlyStoreError(f"{self.url} is read-only and needs an upgrade to this polymem version"
+                                     f"{' (or to its language)' if self._wanted_language else ''}: "
                                      "open it once with write access")
+        self.language = language_of(analyzed[0])
+
+    def _analyzer(self, stored: str | None) -> str:
+        """The analyzer the store must be indexed with: in the language asked for, else the stored one's."""
+        return analyzer_id(self._wanted_language or language_of(stored))
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -679,21 +688,23 @@ class SQLiteBackend(Backend):
                 conn.execute("INSERT INTO schema_migrations(version, applied_at) VALUES (?, datetime('now'))", (version,))
         with self._write() as conn:
             analyzed = conn.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
-            if analyzed is None or analyzed[0] != ANALYZER_VERSION:
-                self._reindex_text(conn)
+            wanted = self._analyzer(None if analyzed is None else analyzed[0])
+            if analyzed is None or analyzed[0] != wanted:
+                self._reindex_text(conn, language_of(wanted))
+            self.language = language_of(wanted)
 
     @staticmethod
-    def _reindex_text(conn: sqlite3.Connection) -> None:
-        """Recompute every memory's full-text row with this version's analyzer."""
+    def _reindex_text(conn: sqlite3.Connection, language: str) -> None:
+        """Recompute every memory's full-text row with this version's analyzer, in `language`."""
         conn.execute("DELETE FROM memory_fts")
         last = 0
         while batch := conn.execute("SELECT rowid, namespace, user_id, content FROM memories WHERE rowid > ? "
                                     "ORDER BY rowid LIMIT 2000", (last,)).fetchall():
             last = batch[-1][0]
             conn.executemany("INSERT INTO memory_fts(rowid, scope, body) VALUES (?, ?, ?)",
-                             [(rowid, *fts_row(namespace, user_id, terms(content)))
+                             [(rowid, *fts_row(namespace, user_id, terms(content, language=language)))
                               for rowid, namespace, user_id, content in batch])
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('analyzer', ?)", (analyzer_id(language),))
 
     def schema_version(self) -> int:
         with self._read() as conn:

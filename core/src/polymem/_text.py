@@ -1,14 +1,17 @@
 """Text handling shared by the store: full-text terms, token counts, numbers.
 
 Full-text terms are computed here, not by the database tokenizer, so that
-every backend indexes the same terms: lower-cased words reduced by the Porter
-stemmer ("inspired", "inspiring", "inspiration" → "inspir"), English function
-words left out, and CJK text as overlapping character bigrams plus single
-characters (SQLite's unicode61 finds nothing in Chinese and trigram misses
-two-character words; application bigrams find everything).
+every backend indexes the same terms: lower-cased words reduced by the Snowball
+stemmer of the store's language (PyStemmer; English: "inspired", "inspiring",
+"inspiration" → "inspir"), the language's function words left out, and CJK
+text as overlapping character bigrams plus single characters (SQLite's unicode61
+finds nothing in Chinese and trigram misses two-character words; application
+bigrams find everything).
 
-`ANALYZER_VERSION` names this analysis: a store indexed by another version re-indexes
-its full text when it is opened (change the version whenever `terms` changes its output).
+`ANALYZER_VERSION` names this analysis; a store records it with its language
+(`analyzer_id`), and a store indexed by another version or in another language
+re-indexes its full text when it is opened (change the version whenever `terms`
+changes its output).
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 
+import Stemmer
+
+from ._errors import InvalidInput
+
 # Stored beside a full-text index; a mismatch makes the store re-index (see the module doc).
-ANALYZER_VERSION = "porter-1"
+ANALYZER_VERSION = "snowball-1"
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3400-\u4dbf"
@@ -38,110 +46,66 @@ STOPWORDS = frozenset(
 _REQUEST_WORDS = frozenset(["know", "tell", "anything", "something", "please", "user", "users"])
 _FUNCTION_WORDS = STOPWORDS - _REQUEST_WORDS
 
-_VOWELS = frozenset("aeiou")
+LANGUAGES = frozenset(Stemmer.algorithms()) - {"porter", "dutch_porter"}  # Snowball's, by their names
+"""The languages a store's full text can be analysed in (`polymem.open(..., language=...)`)."""
+DEFAULT_LANGUAGE = "english"
+_ISO_639_1 = {"ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish",
+              "nl": "dutch", "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french",
+              "de": "german", "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish",
+              "it": "italian", "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "nb": "norwegian",
+              "fa": "persian", "pl": "polish", "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian",
+              "st": "sesotho", "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
+_DECADE_RE = re.compile(r"\d+s")
 
 
-def _consonants(word: str) -> list[bool]:
-    out: list[bool] = []
-    for i, c in enumerate(word):
-        out.append(c not in _VOWELS and (c != "y" or i == 0 or not out[i - 1]))
-    return out
+def check_language(language: str) -> str:
+    """The Snowball name of `language` (a name such as "german" or an ISO 639-1 code such as "de")."""
+    name = _ISO_639_1.get(language.strip().lower(), language.strip().lower()) if isinstance(language, str) else None
+    if name not in LANGUAGES:
+        raise InvalidInput(f"language must be one of {', '.join(sorted(LANGUAGES))} (or its ISO 639-1 code), "
+                           f"got {language!r}")
+    return name
 
 
-def _measure(cons: list[bool], end: int) -> int:
-    """Porter's m: the number of vowel-consonant sequences in word[:end]."""
-    m, i = 0, 0
-    while i < end and cons[i]:
-        i += 1
-    while i < end:
-        while i < end and not cons[i]:
-            i += 1
-        if i >= end:
-            break
-        m += 1
-        while i < end and cons[i]:
-            i += 1
-    return m
+def analyzer_id(language: str) -> str:
+    """What a store records of the analysis its full text was indexed with."""
+    return f"{ANALYZER_VERSION}:{language}"
 
 
-def _has_vowel(cons: list[bool], end: int) -> bool:
-    return not all(cons[:end])
+def language_of(analyzer: str | None) -> str:
+    """The language a store's recorded analyzer (`analyzer_id`) indexed in; stores indexed before
+    languages existed (or never) are English."""
+    if analyzer is None or ":" not in analyzer:
+        return DEFAULT_LANGUAGE
+    language = analyzer.partition(":")[2]
+    return language if language in LANGUAGES else DEFAULT_LANGUAGE
 
 
-def _cvc(word: str, cons: list[bool], end: int) -> bool:
-    """*o: word[:end] ends consonant-vowel-consonant, the last not w, x or y."""
-    return end >= 3 and cons[end - 1] and not cons[end - 2] and cons[end - 3] and word[end - 1] not in "wxy"
+_stemmers = threading.local()  # a Snowball stemmer keeps state while it works: one per thread
 
 
-_STEP2 = (("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
-          ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"), ("ization", "ize"),
-          ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"),
-          ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"))
-_STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""))
-_STEP4 = tuple(sorted(("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou",
-                      "ism", "ate", "iti", "ous", "ive", "ize"), key=len, reverse=True))  # longest match first
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    per_language: dict[str, Stemmer.Stemmer] = _stemmers.__dict__
+    if (stemmer := per_language.get(language)) is None:
+        stemmer = per_language[language] = Stemmer.Stemmer(language, 0)  # 0: `_term` caches instead
+    return stemmer
 
 
-def _porter(w: str) -> str:
-    """The Porter (1980) stemmer, as published."""
-    if len(w) <= 2:
-        return w
-    # Step 1a
-    if w.endswith("sses") or w.endswith("ies"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith("ss"):
-        w = w[:-1]
-    # Step 1b
-    cons = _consonants(w)
-    if w.endswith("eed"):
-        if _measure(cons, len(w) - 3) > 0:
-            w = w[:-1]
-    else:
-        for suffix in ("ed", "ing"):
-            if w.endswith(suffix) and _has_vowel(cons, len(w) - len(suffix)):
-                w = w[: -len(suffix)]
-                cons = _consonants(w)
-                if w.endswith(("at", "bl", "iz")):
-                    w += "e"
-                elif len(w) >= 2 and w[-1] == w[-2] and cons[-1] and w[-1] not in "lsz":
-                    w = w[:-1]
-                elif _measure(cons, len(w)) == 1 and _cvc(w, cons, len(w)):
-                    w += "e"
-                break
-    # Step 1c
-    if w.endswith("y") and _has_vowel(_consonants(w), len(w) - 1):
-        w = w[:-1] + "i"
-    # Steps 2 and 3
-    for rules in (_STEP2, _STEP3):
-        for suffix, replacement in rules:
-            if w.endswith(suffix):
-                if _measure(_consonants(w), len(w) - len(suffix)) > 0:
-                    w = w[: -len(suffix)] + replacement
-                break
-    # Step 4
-    for suffix in _STEP4:
-        if w.endswith(suffix):
-            end = len(w) - len(suffix)
-            if _measure(_consonants(w), end) > 1 and (suffix != "ion" or w[end - 1] in "st"):
-                w = w[:end]
-            break
-    # Step 5
-    cons = _consonants(w)
-    if w.endswith("e"):
-        m = _measure(cons, len(w) - 1)
-        if m > 1 or (m == 1 and not _cvc(w, cons, len(w) - 1)):
-            w = w[:-1]
-            cons = cons[:-1]
-    if w.endswith("ll") and _measure(cons, len(w)) > 1:
-        w = w[:-1]
-    return w
+def _stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(stopwords, function words) of a language: English's are polymem's own (tuned on LoCoMo),
+    the others' the `stop-words` package's list (none if it has no list for the language)."""
+    return (STOPWORDS, _FUNCTION_WORDS) if language == DEFAULT_LANGUAGE else _listed_stopwords(language)
 
 
-def _stem(word: str) -> str:
-    """English words by the Porter stemmer; numbers, short and non-ASCII words as they are."""
-    if len(word) <= 2 or not word.isascii() or word.isdigit():
-        return word
-    return _porter(word)
+@lru_cache(maxsize=32)
+def _listed_stopwords(language: str) -> tuple[frozenset[str], frozenset[str]]:
+    import stop_words  # only a store in another language than English needs it
+
+    try:
+        words = frozenset(w.casefold() for w in stop_words.get_stop_words(language))
+    except stop_words.StopWordError:
+        words = frozenset()
+    return words, words
 
 
 def _normalise_spelling(word: str) -> str:
@@ -150,15 +114,23 @@ def _normalise_spelling(word: str) -> str:
 
 
 @lru_cache(maxsize=1 << 16)
-def _term(token: str) -> str:
-    """The indexed form of one word (words repeat, so this is cached)."""
-    return _stem(_normalise_spelling(token))
+def _term(token: str, language: str = DEFAULT_LANGUAGE) -> str:
+    """The indexed form of one word (words repeat, so this is cached): its Snowball stem; numbers
+    as they are, a decade ("1990s") as its year."""
+    if token.isdigit():
+        return token
+    if _DECADE_RE.fullmatch(token):
+        return token[:-1]
+    if language == DEFAULT_LANGUAGE:
+        token = _normalise_spelling(token)
+    return str(_stemmer(language).stemWord(token))
 
 
-def terms(text: str, *, for_query: bool = False) -> list[str]:
-    """Full-text terms of `text`, stopwords left out unless nothing else remains: a query
-    drops every stopword, a stored text only the function words (it keeps the words in
-    STOPWORDS that only a request uses, such as "user" or "know", for queries made of them)."""
+def terms(text: str, *, for_query: bool = False, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """Full-text terms of `text` in `language`, stopwords left out unless nothing else remains: a
+    query drops every stopword, a stored text only the function words (in English it keeps the
+    words in STOPWORDS that only a request uses, such as "user" or "know", for queries made of them)."""
+    stopwords, function_words = _stopwords(language)
     text = (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
     out: list[str] = []
     stop_dropped: list[str] = []
@@ -174,19 +146,19 @@ def terms(text: str, *, for_query: bool = False) -> list[str]:
             token = token.split("'")[0]
             if not token:
                 continue
-        if token in STOPWORDS and (for_query or token in _FUNCTION_WORDS):
+        if token in stopwords and (for_query or token in function_words):
             stop_dropped.append(token)
             continue
-        out.append(_term(token))
+        out.append(_term(token, language))
     if not out and stop_dropped:  # nothing but stopwords: they are all there is to match
-        out = [_term(t) for t in stop_dropped]
+        out = [_term(t, language) for t in stop_dropped]
     return out
 
 
-def query_terms(text: str) -> list[str]:
+def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     """Distinct query terms, most specific first (CJK bigrams before single characters)."""
     seen: dict[str, None] = {}
-    for term in terms(text, for_query=True):
+    for term in terms(text, for_query=True, language=language):
         seen.setdefault(term, None)
     ordered = sorted(seen, key=lambda t: (len(t) == 1 and bool(_CJK_RE.match(t)),))
     return ordered

@@ -33,7 +33,7 @@ def split_url(url: str) -> tuple[str, str, dict[str, str]]:
     scheme = "postgresql"
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     options = {k: query.pop(k) for k in list(query)
-               if k.startswith("pool_") or k in ("ef_search", "namespace", "vector_cache_mb")}
+               if k.startswith("pool_") or k in ("ef_search", "namespace", "vector_cache_mb", "language")}
     conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(query), ""))
     netloc = parts.netloc
     if "@" in netloc:

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Sequence
 from typing import Any
 
-from .._text import ANALYZER_VERSION, terms
+from .._text import analyzer_id, check_language, language_of, terms
 from ._driver import _import_psycopg, run_plan_sync, split_url
 from ._sql import MAINTENANCE_SETTINGS, TSV_FORMAT, PgPlan, Q, tsvector_literal
 
@@ -244,7 +244,9 @@ MIGRATIONS: builtins.list[str] = [
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time
 
 
-def _migrate_plan(report: dict[str, Any] | None = None) -> PgPlan[builtins.list[int]]:
+def _migrate_plan(report: dict[str, Any] | None = None, language: str | None = None) -> PgPlan[builtins.list[int]]:
+    """Apply the pending migrations; re-index the full text if it was built by another analyzer,
+    or in another language than `language` (None: the stored one's, English for a new store)."""
     yield Q("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,), "none")
     yield Q("CREATE TABLE IF NOT EXISTS polymem_schema_migrations (version INTEGER PRIMARY KEY, "
             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())", None, "none")
@@ -257,25 +259,27 @@ def _migrate_plan(report: dict[str, Any] | None = None) -> PgPlan[builtins.list[
         yield Q("INSERT INTO polymem_schema_migrations (version) VALUES (%s)", (version,), "none")
         applied.append(version)
     meta = dict((yield Q("SELECT key, value FROM polymem_meta WHERE key IN ('analyzer', 'tsv_format')")))
-    if meta.get("analyzer") != ANALYZER_VERSION or meta.get("tsv_format") != TSV_FORMAT:
-        # full text built by another analyzer, or written in another format
-        rows = yield from rebuild_tsv()
+    wanted = analyzer_id(language or language_of(meta.get("analyzer")))
+    if meta.get("analyzer") != wanted or meta.get("tsv_format") != TSV_FORMAT:
+        # full text built by another analyzer or in another language, or written in another format
+        rows = yield from rebuild_tsv(language_of(wanted))
         if report is not None:
             report["tsv_rebuilt"] = rows
         yield Q("INSERT INTO polymem_meta (key, value) VALUES ('analyzer', %s), ('tsv_format', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION, TSV_FORMAT), "none")
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (wanted, TSV_FORMAT), "none")
     return applied
 
 
 _REBUILD_BATCH = 20_000
 
 
-def _stage_tsv(rows: Sequence[Sequence[Any]]) -> Q:
+def _stage_tsv(rows: Sequence[Sequence[Any]], language: str) -> Q:
     return Q("COPY polymem_tsv_stage (id, content, tsv) FROM STDIN (FORMAT BINARY)",
-             [(r[0], r[3], tsvector_literal(r[1], r[2], terms(r[3]))) for r in rows], "copy", ("int8", "text", "text"))
+             [(r[0], r[3], tsvector_literal(r[1], r[2], terms(r[3], language=language))) for r in rows], "copy",
+             ("int8", "text", "text"))
 
 
-def rebuild_tsv() -> PgPlan[int]:
+def rebuild_tsv(language: str) -> PgPlan[int]:
     """Write every row's tsv again (`_migrate_plan`, in its transaction, under its lock), set-based.
 
     The new tsv strings are computed in Python batch by batch and COPYed into a staging table
@@ -294,13 +298,13 @@ def rebuild_tsv() -> PgPlan[int]:
     while batch := (yield Q("SELECT id, namespace, user_id, content FROM polymem_memories WHERE id > %s "
                             "ORDER BY id LIMIT %s", (last, _REBUILD_BATCH))):
         last = batch[-1][0]
-        yield _stage_tsv(batch)
+        yield _stage_tsv(batch, language)
     yield Q("LOCK TABLE polymem_memories IN ACCESS EXCLUSIVE MODE", None, "none")
     changed = yield Q("SELECT m.id, m.namespace, m.user_id, m.content FROM polymem_memories m "
                       "LEFT JOIN polymem_tsv_stage s ON s.id = m.id WHERE s.content IS DISTINCT FROM m.content")
     if changed:
         yield Q("DELETE FROM polymem_tsv_stage WHERE id = ANY(%s)", ([r[0] for r in changed],), "none")
-        yield _stage_tsv(changed)
+        yield _stage_tsv(changed, language)
     if last == 0 and not changed:
         return 0
     yield Q("ANALYZE polymem_tsv_stage", None, "none")
@@ -326,11 +330,12 @@ def migrate(url: str) -> builtins.list[int]:
     Safe to run from several processes at once (an advisory lock serialises them).
     """
     psycopg = _import_psycopg()
-    conninfo, _, _ = split_url(url)
+    conninfo, _, options = split_url(url)
+    language = check_language(options["language"]) if "language" in options else None
     report: dict[str, Any] = {}
     with psycopg.connect(conninfo, autocommit=True) as conn:
         with conn.transaction():
-            applied = run_plan_sync(conn, _migrate_plan(report))
+            applied = run_plan_sync(conn, _migrate_plan(report, language))
         if report.get("tsv_rebuilt"):
             # Every row was rewritten: mark the pages all-visible again (index-only scans of the
             # covering scan indexes need it) and refresh the statistics.

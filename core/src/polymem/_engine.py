@@ -10,6 +10,7 @@ for an async backend): the same behaviour by construction (see httpx's
 from __future__ import annotations
 
 import builtins
+import heapq
 import json
 import logging
 import math
@@ -710,6 +711,8 @@ class Engine:
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
         admit_all = min_relevance is not None
+        # Without a threshold to filter by, only each ranking's best `best` can be among the merged best.
+        best = None if min_relevance is not None else max(top_k, depth)
         rankings = []
         for vector, terms_of_query in zip(vectors, terms_of_queries):
             if now_only:
@@ -721,18 +724,19 @@ class Engine:
                     now, vector, terms_of_query, user_id, agent_id, category, filter, valid_at,
                     max(CANDIDATES, top_k), everything=min_relevance == 0 and vector is None)
             rankings.append(self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all,
-                                      explain=explain))
+                                      explain=explain, best=best))
         hits, found_by = merge_by_score(rankings)
         if min_relevance is not None:
             hits = [h for h in hits if h.relevance >= min_relevance]
         hits = hits[:max(top_k, depth)]
-        missing = [h.memory.id for h in hits if isinstance(h.memory, Candidate)]
-        if missing:
-            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, missing))}
-            hits = [h if not isinstance(h.memory, Candidate) else
-                    RecallHit(records[h.memory.id], h.score, h.relevance, h.similarity, h.text_rank, h.live_score,
-                              h.explanation)
-                    for h in hits if not isinstance(h.memory, Candidate) or h.memory.id in records]
+        # Until here a hit may carry its bare candidate (see `rank`): the top k are fetched whole.
+        stand_ins: set[str] = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
+        if stand_ins:
+            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(stand_ins)))}
+            hits = [h if h.memory.memory_id not in stand_ins else
+                    RecallHit(records[h.memory.memory_id], h.score, h.relevance, h.similarity, h.text_rank,
+                              h.live_score, h.explanation)
+                    for h in hits if h.memory.memory_id not in stand_ins or h.memory.memory_id in records]
         if admit_all and len(hits) < top_k and min_relevance == 0 and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         withheld = {h.memory.memory_id: reasons for h in hits
@@ -965,21 +969,32 @@ class Engine:
                 for live in (policy.live_score(r, now),)][:top_k - len(hits)]
 
     def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool, admit_all: bool = False,
-             explain: bool = False) -> builtins.list[RecallHit]:
+             explain: bool = False, best: int | None = None) -> builtins.list[RecallHit]:
         """Admit relevant candidates (all of them with `admit_all`), blend relevance with the live
-        score, order by score; with `explain`, each hit also carries the parts of its score, from
-        these same computations."""
+        score, order by score, and keep the `best` first (all by default); with `explain`, each hit
+        also carries the parts of its score, from these same computations."""
         policy = self.scoring
         relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
                                        vector_mode=vector_mode, admit_all=admit_all)
         admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
-        hits = []
+        admitted = builtins.list(relevances.items())
         lives, ages, factors, bonuses = (part.tolist() for part in policy.live_table(
             [candidates[i].scored for i in relevances], now))
-        for n, (i, relevance) in enumerate(relevances.items()):
+        scores = [policy.blend(relevance, live) for (_, relevance), live in zip(admitted, lives)]
+
+        def order(n: int) -> tuple[float, datetime, str]:
+            c = candidates[admitted[n][0]]
+            return order_key(scores[n], c.scored, c.id)
+
+        # Hits are made for the kept candidates alone: ~200 are scored per recall, 10 returned.
+        kept = sorted(range(len(admitted)), key=order) if best is None else \
+            heapq.nsmallest(best, range(len(admitted)), key=order)
+        hits = []
+        for n in kept:
+            i, relevance = admitted[n]
             c = candidates[i]
             live, age_days, decay_factor, access_bonus = lives[n], ages[n], factors[n], bonuses[n]
-            score = policy.blend(relevance, live)
+            score = scores[n]
             why: dict[str, Any] | None = None
             if explain:
                 scored = c.scored
@@ -1000,7 +1015,6 @@ class Engine:
             # Until the top-k is fetched, a hit may carry the bare candidate.
             hits.append(RecallHit(c.record or c, score, relevance,  # type: ignore[arg-type]
                                   c.similarity, c.text_rank, live, why))
-        hits.sort(key=hit_order)
         return hits
 
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
@@ -1412,7 +1426,12 @@ class Engine:
 
 def hit_order(hit: RecallHit) -> tuple[float, datetime, str]:
     """Recall's order: best score first; among equals, the older memory."""
-    return -hit.score, hit.memory.created_at, getattr(hit.memory, "memory_id", "")
+    return order_key(hit.score, hit.memory, getattr(hit.memory, "memory_id", ""))
+
+
+def order_key(score: float, memory: Any, memory_id: str) -> tuple[float, datetime, str]:
+    """`hit_order` of a memory (a record, or what scoring reads of one) scored `score`."""
+    return -score, memory.created_at, memory_id
 
 
 def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.list[RecallHit], dict[str, int]]:

@@ -32,10 +32,13 @@ import base64
 import binascii
 import codecs
 import functools
+import hashlib
 import html
 import re
+import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
@@ -304,6 +307,40 @@ MENTIONS = re.compile(r"\b(?:attacks?|article|filter|presentation|studying|red t
                       r"injection|reported it|how (?:models|attackers))\b", re.IGNORECASE)
 MENTION_FACTOR = 0.45
 
+SCORES_KEPT = 1 << 17
+"""How many texts' scores a `RuleClassifier` remembers, by a 128-bit digest of the text (about
+270 bytes each, 35 MB when full; the text itself is not kept). A memory is scored when it is written and again each
+time a recall returns it (0.07 ms for a sentence, 0.2 ms for one the rot13 view doubles): with
+every memory this process wrote or read in the last 131,072 remembered, a recall of 10 hits
+matches no rule again."""
+
+
+_CLEAN: tuple[float, tuple[str, ...]] = (0.0, ())
+
+
+class _Remembered:
+    """`score(text)`, remembered for the last `size` texts by their digest (thread-safe)."""
+
+    def __init__(self, score: Callable[[str], tuple[float, tuple[str, ...]]], size: int) -> None:
+        self._score, self._size = score, size
+        self._kept: OrderedDict[bytes, tuple[float, tuple[str, ...]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> tuple[float, tuple[str, ...]]:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = self._score(text)
+        found = _CLEAN if found == _CLEAN else found  # most texts: one shared verdict
+        with self._lock:
+            self._kept[key] = found
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return found
+
 
 class RuleClassifier:
     """Pattern-based write filter / read guard (no model; ~0.2 ms per memory, less when cached).
@@ -319,8 +356,7 @@ class RuleClassifier:
         self.rules = [(name, weight, re.compile(pattern, re.MULTILINE)) for name, weight, pattern in rules]
         self.thresholds = {"high": 0.7, "medium": 0.5, "low": 0.5, **(thresholds or {})}
 
-        # Scores of recent texts: a memory is classified when written and again when read.
-        self._scored = functools.lru_cache(maxsize=4096)(self._score)
+        self._scored = _Remembered(self._score, SCORES_KEPT)
 
     def classify(self, content: str, *, source: str) -> Verdict:
         score, reasons = self._scored(content)

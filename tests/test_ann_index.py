@@ -65,7 +65,7 @@ def indexed(mem: polymem.Memory, user_id: str = "u") -> _ann.ScopeIndex:
 
 def indexes(mem: polymem.Memory) -> _ann.Indexes:
     assert isinstance(mem.backend, SQLiteBackend)
-    return indexes(mem)
+    return mem.backend.indexes
 
 
 def index_files(db: Path) -> list[Path]:
@@ -141,8 +141,7 @@ def test_a_second_process_sees_the_first_ones_writes(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import numpy as np, polymem
         from polymem import _ann
-from polymem._sqlite import SQLiteBackend
-        from tests.test_ann_index import VectorTable
+        from tests.test_ann_index import VectorTable, indexes
         _ann.ANN_ROWS = 3_000
         mem = polymem.open("sqlite:///{db}", embedder=VectorTable())
         vector = np.load("{tmp_path / 'newcomer.npy'}")
@@ -157,30 +156,21 @@ from polymem._sqlite import SQLiteBackend
     mem.close()
 
 
-def test_a_corrupt_index_file_is_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_damaged_or_missing_index_file_is_rebuilt(tmp_path: Path, damage: str) -> None:
     db = tmp_path / "m.db"
     mem, _ = filled(db, clustered(ROWS, seed=10))
     indexed(mem)
     mem.close()
     (saved,) = index_files(db)
-    saved.write_bytes(saved.read_bytes()[:1000])  # truncated, as by a crash mid-copy
+    if damage == "truncated":  # as by a crash mid-copy
+        saved.write_bytes(saved.read_bytes()[:1000])
+    else:
+        saved.unlink()
     mem = open_store(db)
     indexed(mem)
     (rebuilt,) = index_files(db)
     assert faiss.read_index(str(rebuilt)).ntotal == ROWS
-    mem.close()
-
-
-def test_a_missing_index_file_is_rebuilt(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
-    mem, _ = filled(db, clustered(ROWS, seed=11))
-    indexed(mem)
-    mem.close()
-    for saved in index_files(db):
-        saved.unlink()
-    mem = open_store(db)
-    indexed(mem)
-    assert len(index_files(db)) == 1
     mem.close()
 
 

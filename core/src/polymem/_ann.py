@@ -10,7 +10,7 @@ rows is approximate. When too few proposals survive the filters, the caller scan
 
 Chosen on this machine against HNSW graphs (faiss HNSW-SQ8, usearch i8, hnswlib) at 100,000 real
 embeddings, load 13-14, one thread: the inverted file built in 9.5 s against 84-119 s, searched in
-0.12 ms p50 against 0.19-0.64 ms, and found 0.99 of the exact top 10 (graphs 0.95-0.99); faiss is
+0.12 ms p50 against 0.19-0.64 ms, and found 0.99 of the exact top 10 (graphs 0.95-0.99; see `PROBES`); faiss is
 already a dependency (consolidation uses the same index kind). See bench/RESULTS.md.
 
 Persistence: `<file>.ann/<scope key>-<seq>.faiss`, written to a temporary name then renamed; `seq`
@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 # A scope this large takes about a millisecond to scan exactly (int8 shortlist at 100k rows
 # ~2.2 ms on this machine unloaded): above it, the index answers.
 ANN_ROWS = 50_000
-PROBES = 16  # cells read per query: 0.99+ of the exact top 10 at 100k real embeddings
+# Cells read per query. On bench_alternatives' 100k embeddings (bench_ann_candidates.py) the
+# index alone found 0.86 / 0.96 / 0.98 of the exact top 10 with 8 / 16 / 32 (0.86 / 0.97 / 0.996 in its
+# top 100) for 0.13 / 0.16 / 0.27 ms.
+PROBES = 32
 FETCH_MARGIN = 128  # proposals beyond those wanted (see `ScopeIndex.best`)
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows

@@ -117,6 +117,19 @@ def test_deleted_and_other_users_memories_are_never_returned(tmp_path: Path) -> 
     mem.close()
 
 
+def test_a_memory_re_embedded_after_the_build_is_found_by_its_new_vector(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=14)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    scope = indexed(mem)
+    mem.update(ids[7], content="re-embedded by the store's embedder")
+    new = np.array(VectorTable().embed(["anything"])[0], dtype=np.float32)
+    found = mem.nearest(new, user_id="u", top_k=1)
+    assert found[0][0].memory_id == ids[7]
+    assert found[0][1] == pytest.approx(1.0)
+    assert scope.best(scope.block, new, None, scope.block.size, 1) is not None  # answered by the index
+    mem.close()
+
+
 def test_a_filter_is_applied_exactly_to_what_the_index_proposes(tmp_path: Path) -> None:
     vectors = clustered(ROWS, seed=6)
     mem = open_store(tmp_path / "m.db")

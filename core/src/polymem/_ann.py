@@ -91,12 +91,11 @@ class ScopeIndex:
         return self.index is not None
 
     # -- changes (called with the store's lock held) ------------------------------------------
-    def changed(self, rowids: np.ndarray, replaced: int) -> None:
-        """Rows new to the block, or whose vector changed (`replaced` of them were held before)."""
-        self.pending.update(rowids.tolist())
+    def changed(self, rowids: list[int]) -> None:
+        """Rows new to the block, or written again (then `dropped` first)."""
+        self.pending.update(rowids)
         if self.builder is not None:
-            self.noted_while_building.update(rowids.tolist())
-        self.dead += replaced
+            self.noted_while_building.update(rowids)
         self.changed_since_save += len(rowids)
 
     def dropped(self) -> None:

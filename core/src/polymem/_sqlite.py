@@ -442,12 +442,8 @@ class _ScopeBlock:
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
         if size > len(self.rowids):
             self._grow(vectors.shape[1], size)
-        if self.ann is not None:
-            held = slots < self.size
-            changed = ~held
-            changed[held] = np.any(self.matrix[slots[held]] != vectors[held], axis=1)
-            self.ann.changed(np.array([row[0] for row in rows], dtype=np.int64)[changed],
-                             int(np.count_nonzero(changed & held)))
+        if self.ann is not None:  # a row written again comes here after `drop` (`_VectorCache.apply`)
+            self.ann.changed([row[0] for row in rows])
         self.size = size
         self.rowids[slots] = [row[0] for row in rows]
         self.matrix[slots] = vectors

@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from ._ann import Indexes, ScopeIndex
 from ._backend import (
     COMMON_TERM_DOCS,
     Backend,
@@ -400,7 +401,7 @@ class _ScopeBlock:
     """
 
     __slots__ = ("size", "slots", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale", "any_stale",
-                 "agents", "categories", "expire", "_codes")
+                 "agents", "categories", "expire", "_codes", "ann")
 
     def __init__(self) -> None:
         self.size = 0
@@ -417,6 +418,7 @@ class _ScopeBlock:
         self.categories = np.zeros(0, dtype=np.int32)
         self.expire = np.zeros(0, dtype=np.int64)
         self._codes: dict[str | None, int] = {}
+        self.ann: ScopeIndex | None = None  # the approximate index of a large scope (`_ann`)
 
     def code(self, label: str | None) -> int:
         """The integer standing for an agent id or a category in this block (-1: never seen)."""
@@ -453,6 +455,8 @@ class _ScopeBlock:
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
         if size > len(self.rowids):
             self._grow(vectors.shape[1], size)
+        if self.ann is not None:  # a row written again comes here after `drop` (`_VectorCache.apply`)
+            self.ann.changed([row[0] for row in rows])
         self.size = size
         self.rowids[slots] = [row[0] for row in rows]
         self.matrix[slots] = vectors
@@ -465,6 +469,8 @@ class _ScopeBlock:
         slot = self.slots.pop(rowid, None)
         if slot is None:
             return
+        if self.ann is not None:
+            self.ann.dropped()
         last = self.size - 1
         if slot != last:
             moved = int(self.rowids[last])
@@ -493,6 +499,8 @@ class _ScopeBlock:
     def best(self, query: np.ndarray, mask: np.ndarray | None, kept: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots and exact products of the best `limit` rows (or fewer) among those `mask` keeps
         (None: every row), in no particular order."""
+        if self.ann is not None and (found := self.ann.best(self, query, mask, kept, limit)) is not None:
+            return found
         n = self.size
         matrix = self.matrix[:n]
         if mask is not None and kept * GATHER_BELOW < n:  # few rows: gathering them costs less than scanning all
@@ -631,6 +639,8 @@ class SQLiteBackend(Backend):
                 # in a folder this process cannot write, read the file as it is (immutable): see docs/.
                 self._connect(f"{target}&immutable=1", uri, busy_timeout_ms, durability)
         self._caches: dict[str | None, _VectorCache] = {}
+        self.indexes = Indexes(None if self.path is None else self.path.with_name(self.path.name + ".ann"),
+                               self._lock, read_only)
         self._dimensions: dict[str, int] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
@@ -1120,6 +1130,7 @@ class SQLiteBackend(Backend):
             rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
                                 "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id)).fetchall()
             cache.load(rows, namespace, user_id, all_users)
+        self.indexes.attach(conn, cache)
         return cache
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
@@ -1651,6 +1662,7 @@ class SQLiteBackend(Backend):
         if self._closed:
             return
         self._bookkeeping.close()
+        self.indexes.close()
         if self._checkpointer is not None:
             self._checkpoint_stop = True
             self._checkpoint_due.set()

@@ -1,0 +1,200 @@
+"""Large scopes are searched through an approximate index kept beside the SQLite file (`polymem._ann`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+import polymem
+from polymem import _ann
+from polymem._sqlite import SQLiteBackend
+from polymem.testing import FakeClock
+
+ROWS = 6_000  # the tests lower the threshold to 3,000 rows: the index is built in about a second
+DIMENSION = 32
+
+
+class VectorTable:
+    """An embedder for tests that only pass precomputed vectors."""
+
+    model_id = "test/clustered-vectors"
+    dimension = DIMENSION
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (self.dimension - 1) for _ in texts]
+
+
+def clustered(n: int, seed: int) -> np.ndarray:
+    """Unit vectors in 60 clusters with noise, as sentence embeddings of related memories are."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(60, DIMENSION))
+    vectors = centres[rng.integers(0, 60, n)] + rng.normal(0, 0.35, (n, DIMENSION))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ann, "ANN_ROWS", 3_000)
+
+
+def open_store(path: Path) -> polymem.Memory:
+    return polymem.open(f"sqlite:///{path}", embedder=VectorTable(), clock=FakeClock())
+
+
+def filled(path: Path, vectors: np.ndarray, user_id: str = "u") -> tuple[polymem.Memory, list[str]]:
+    mem = open_store(path)
+    records = mem.save_many([polymem.MemoryDraft(f"memory {user_id} {i}") for i in range(len(vectors))],
+                            user_id=user_id, vectors=vectors)
+    return mem, [r.memory_id for r in records]
+
+
+def indexed(mem: polymem.Memory, user_id: str = "u") -> _ann.ScopeIndex:
+    """The scope's index, built: the first search starts the build, searches stay exact until it is done."""
+    mem.nearest(np.ones(DIMENSION, dtype=np.float32), user_id=user_id, top_k=1)
+    indexes(mem).wait(120)
+    (scope,) = [s for key, s in indexes(mem).scopes.items() if key[2] == user_id]
+    assert scope.ready
+    return scope
+
+
+def indexes(mem: polymem.Memory) -> _ann.Indexes:
+    assert isinstance(mem.backend, SQLiteBackend)
+    return mem.backend.indexes
+
+
+def index_files(db: Path) -> list[Path]:
+    return sorted(db.with_name(db.name + ".ann").glob("*.faiss"))
+
+
+def test_the_index_finds_at_least_95_percent_of_the_exact_top_10(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=1)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    indexed(mem)
+    queries = clustered(40, seed=2)
+    shares = []
+    for query in queries:
+        exact = {ids[i] for i in np.argsort(-(vectors @ query))[:10]}
+        found = {record.memory_id for record, _ in mem.nearest(query, user_id="u", top_k=10)}
+        shares.append(len(exact & found) / 10)
+    assert np.mean(shares) >= 0.95
+    mem.close()
+
+
+def test_similarities_from_the_index_are_exact(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=3)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    indexed(mem)
+    by_id = dict(zip(ids, vectors))
+    query = clustered(1, seed=4)[0]
+    for record, similarity in mem.nearest(query, user_id="u", top_k=10):
+        assert similarity == pytest.approx(float(by_id[record.memory_id] @ query), abs=1e-5)
+    mem.close()
+
+
+def test_deleted_and_other_users_memories_are_never_returned(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=5)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    others = {r.memory_id for r in mem.save_many(  # the same vectors, another user: the best matches there
+        [polymem.MemoryDraft(f"someone else's {i}") for i in range(ROWS)], user_id="v", vectors=vectors)}
+    indexed(mem)
+    queries = vectors[:30]
+    deleted = set()
+    for query in queries:  # each query's own best match, and the next best, are deleted
+        for record, _ in mem.nearest(query, user_id="u", top_k=2):
+            mem.delete(record.memory_id)
+            deleted.add(record.memory_id)
+    for query in queries:
+        found = {record.memory_id for record, _ in mem.nearest(query, user_id="u", top_k=10)}
+        assert len(found) == 10
+        assert not found & deleted
+        assert not found & others
+    mem.close()
+
+
+def test_a_memory_re_embedded_after_the_build_is_found_by_its_new_vector(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=14)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    scope = indexed(mem)
+    mem.update(ids[7], content="re-embedded by the store's embedder")
+    new = np.array(VectorTable().embed(["anything"])[0], dtype=np.float32)
+    found = mem.nearest(new, user_id="u", top_k=1)
+    assert found[0][0].memory_id == ids[7]
+    assert found[0][1] == pytest.approx(1.0)
+    assert scope.best(scope.block, new, None, scope.block.size, 1) is not None  # answered by the index
+    mem.close()
+
+
+def test_a_filter_is_applied_exactly_to_what_the_index_proposes(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=6)
+    mem = open_store(tmp_path / "m.db")
+    mem.save_many([polymem.MemoryDraft(f"memory {i}", category="odd" if i % 2 else "even")
+                   for i in range(ROWS)], user_id="u", vectors=vectors)
+    indexed(mem)
+    for query in clustered(10, seed=7):
+        found = mem.nearest(query, user_id="u", top_k=10, category="odd")
+        assert len(found) == 10
+        assert {record.category for record, _ in found} == {"odd"}
+    mem.close()
+
+
+def test_a_second_process_sees_the_first_ones_writes(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    vectors = clustered(ROWS, seed=8)
+    mem, _ = filled(db, vectors)
+    indexed(mem)
+    assert index_files(db)  # saved for the next process
+    newcomer = clustered(1, seed=9)[0]
+    np.save(tmp_path / "newcomer.npy", newcomer)
+    script = textwrap.dedent(f"""
+        import numpy as np, polymem
+        from polymem import _ann
+        from tests.test_ann_index import VectorTable, indexes
+        _ann.ANN_ROWS = 3_000
+        mem = polymem.open("sqlite:///{db}", embedder=VectorTable())
+        vector = np.load("{tmp_path / 'newcomer.npy'}")
+        mem.nearest(vector, user_id="u", top_k=1)  # loads the index file the first process wrote
+        assert all(s.ready for s in indexes(mem).scopes.values()), "the saved index was not loaded"
+        mem.save("written by the second process", user_id="u", vector=vector)
+        assert mem.nearest(vector, user_id="u", top_k=1)[0][0].content == "written by the second process"
+        mem.close()
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parent.parent)
+    assert mem.nearest(newcomer, user_id="u", top_k=1)[0][0].content == "written by the second process"
+    mem.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_damaged_or_missing_index_file_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    db = tmp_path / "m.db"
+    mem, _ = filled(db, clustered(ROWS, seed=10))
+    indexed(mem)
+    mem.close()
+    (saved,) = index_files(db)
+    if damage == "truncated":  # as by a crash mid-copy
+        saved.write_bytes(saved.read_bytes()[:1000])
+    else:
+        saved.unlink()
+    mem = open_store(db)
+    indexed(mem)
+    (rebuilt,) = index_files(db)
+    assert faiss.read_index(str(rebuilt)).ntotal == ROWS
+    mem.close()
+
+
+def test_small_scopes_are_searched_exactly_without_an_index(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    vectors = clustered(2_000, seed=12)
+    mem, ids = filled(db, vectors)
+    for query in clustered(5, seed=13):
+        found = [record.memory_id for record, _ in mem.nearest(query, user_id="u", top_k=10)]
+        assert found == [ids[i] for i in np.argsort(-(vectors @ query))[:10]]
+    indexes(mem).wait(10)
+    assert not indexes(mem).scopes
+    assert not index_files(db)
+    mem.close()

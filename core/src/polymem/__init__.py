@@ -64,9 +64,9 @@ from ._text import LANGUAGES, approx_token_count
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncChatModel",
     "AsyncMemory",
     "AsyncSession",
-    "AsyncChatModel",
     "ChatModel",
     "ChatQueryRewriter",
     "ChatReranker",

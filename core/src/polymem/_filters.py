@@ -5,7 +5,6 @@ compiled to SQL so they apply inside the search (SQLite here: `compile_filter`; 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -107,8 +106,6 @@ def _kind(field: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _scalar(kind: str, field: str, value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):  # no stored value is one: JSON has none
-        raise InvalidFilterError(f"filter on {field} needs a finite number, got {value!r}")
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT64:
         value = float(value)  # beyond a 64-bit integer column: compared as the float it nearly is
     if kind == "time":

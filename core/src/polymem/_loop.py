@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -34,11 +36,15 @@ class LoopThread:
         async def main() -> T:
             return await factory()
 
+        import asyncio  # here: `import polymem` loads no event loop machinery
+
         return asyncio.run_coroutine_threadsafe(main(), loop).result()
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
+                import asyncio
+
                 loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(target=loop.run_forever, name=self.name, daemon=True)
                 self._thread.start()

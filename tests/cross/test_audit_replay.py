@@ -12,14 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 import polymem
 from polymem._http import HttpTransport
 from polymem.server import Service, create_app
 from polymem.testing import local_embedder
-
-pytest.importorskip("autogen_agentchat")
 
 
 async def _ask(store: Any, question: str) -> list[str]:

@@ -159,3 +159,42 @@ async def test_a_bare_nan_or_infinity_over_http_is_refused_and_nothing_is_stored
         assert response.status_code == 422 and response.json()["error"]["code"] == "invalid_input"
         listed = await http.post("/v1/memory/list", json={"user_id": "ann", "filter": {"metadata.score": 1}})
         assert listed.status_code == 200 and listed.json()["memories"] == []
+
+
+
+def _number_paths(schema: dict[str, Any], components: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of the number and integer properties of a request body schema, nested objects included."""
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[1]]
+    paths: list[tuple[str, ...]] = []
+    for name, prop in schema.get("properties", {}).items():
+        options = [components[o["$ref"].rsplit("/", 1)[1]] if "$ref" in o else o for o in [prop, *prop.get("anyOf", [])]]
+        if {o.get("type") for o in options} & {"number", "integer"}:
+            paths.append((*prefix, name))
+        for nested in (o for o in options if o.get("type") == "object" and "properties" in o):
+            paths.extend(_number_paths(nested, components, (*prefix, name)))
+    return paths
+
+
+async def test_a_number_sent_as_a_string_or_boolean_is_refused_not_coerced(deploy: Any) -> None:
+    d = deploy()
+    document = d.app.openapi()
+    components = document["components"]["schemas"]
+    checked = 0
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=d.app), base_url="http://t",
+                                 headers={"authorization": f"Bearer {d.admin_token}"}) as http:
+        for route, verbs in document["paths"].items():
+            body = verbs.get("post", {}).get("requestBody", {}).get("content", {}).get("application/json")
+            for path in _number_paths(body["schema"], components) if body else []:
+                for wrong in ("5", True):
+                    payload: dict[str, Any] = {}
+                    node = payload
+                    for key in path[:-1]:
+                        node = node.setdefault(key, {})
+                    node[path[-1]] = wrong
+                    response = await http.post(route, json=payload)
+                    message = response.json()["error"]["message"]
+                    assert response.status_code == 422 and f"body.{'.'.join(path)}: Input should be a valid" in message, \
+                        (route, path, wrong, message)
+                    checked += 1
+    assert checked > 20

@@ -636,7 +636,7 @@ class SessionSpec(_Model):
     agent_id: str | None = Field(default=None, description="Which agent takes part.")
     max_tokens: Annotated[int, Field(strict=True, ge=1)] | None = Field(
         4096, description="Token budget of the window (None: unbounded).")
-    ttl: Annotated[float, Field(gt=0, le=3.2e9)] | None = Field(default=None, description="Seconds (at most ~100 years).")
+    ttl: Annotated[float, Field(strict=True, gt=0, le=3.2e9)] | None = Field(default=None, description="Seconds (at most ~100 years).")
     overflow: Literal["drop", "summarize"] = Field(default="drop", description="What the oldest overflow becomes.")
     keep_last: Annotated[int, Field(strict=True, ge=0)] = Field(default=4, description="Messages always kept verbatim.")
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from polymem._http import MAX_RETRY_AFTER, after_retry_after, backoff
 from polymem.server._app import create_app
 from polymem.server._limits import RateLimiter
 from polymem.testing import RecordingEmbedder
@@ -118,3 +119,15 @@ async def test_the_client_waits_out_a_429_and_sends_again(deploy: Any, mode: str
             saved = await saved
         assert saved.content == f"fact number {i}"
     assert time.monotonic() - started >= 1.0  # Retry-After is at least a second
+
+
+def test_retry_waits_after_a_failure_are_spread_so_clients_that_failed_together_do_not_retry_together() -> None:
+    waits = [backoff(2) for _ in range(100)]
+    assert all(0.1 <= w <= 0.2 for w in waits)  # 50 ms doubled twice, between half and all of it
+    assert len(set(waits)) > 90
+
+
+def test_a_retry_after_is_waited_out_in_full_and_at_most_a_fifth_longer() -> None:
+    waits = [after_retry_after(2.0) for _ in range(100)]
+    assert all(2.0 <= w <= 2.4 for w in waits) and len(set(waits)) > 90
+    assert after_retry_after(600.0) == MAX_RETRY_AFTER

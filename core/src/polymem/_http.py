@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import json
 import os
+import random
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,18 @@ from .server._limits import MAX_EMBED_CHARS
 R = TypeVar("R")
 RETRY_STATUSES = (502, 503, 504)
 MAX_RETRY_AFTER = 30.0  # seconds: a longer Retry-After is the caller's to wait out
+
+
+def backoff(attempt: int) -> float:
+    """Seconds before retry `attempt` (from 0) after a failure: 50 ms doubling each time, each wait
+    drawn between half and all of that, so clients that failed together do not retry together."""
+    return float(0.05 * 2 ** attempt) * random.uniform(0.5, 1.0)
+
+
+def after_retry_after(seconds: float) -> float:
+    """Seconds to wait for a 429's Retry-After: at least what the service asked, up to a fifth more,
+    so the clients it refused at once are not all back in the same instant."""
+    return min(seconds * random.uniform(1.0, 1.2), MAX_RETRY_AFTER)
 
 
 def _embed_batches(texts: Sequence[str]) -> Iterator[builtins.list[str]]:
@@ -328,11 +341,11 @@ class HttpTransport:
             return None
         if response.status_code == 429:
             try:
-                return min(max(float(response.headers.get("retry-after", "1")), 0.0), MAX_RETRY_AFTER)
+                return after_retry_after(max(float(response.headers.get("retry-after", "1")), 0.0))
             except ValueError:
-                return 1.0
+                return after_retry_after(1.0)
         if response.status_code in RETRY_STATUSES and req.retry:
-            return float(0.05 * 2 ** attempt)
+            return backoff(attempt)
         return None
 
     def _give_up(self, req: Request, exc: Exception, attempt: int) -> bool:
@@ -368,7 +381,7 @@ class HttpTransport:
                 attempt += 1
             except httpx.TransportError as exc:
                 self._give_up(req, exc, attempt)
-                time.sleep(0.05 * 2 ** attempt)
+                time.sleep(backoff(attempt))
                 attempt += 1
 
     async def _asend(self, req: Request) -> Any:
@@ -396,7 +409,7 @@ class HttpTransport:
                 attempt += 1
             except httpx.TransportError as exc:
                 self._give_up(req, exc, attempt)
-                await asyncio.sleep(0.05 * 2 ** attempt)
+                await asyncio.sleep(backoff(attempt))
                 attempt += 1
 
     def close(self) -> None:

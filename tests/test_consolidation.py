@@ -196,3 +196,12 @@ def test_an_index_finds_the_exact_nearest_rows() -> None:
     found = np.mean([len(set(exact.ids[i]) & set(approximate.ids[i])) / 10 for i in range(3000)])
     assert found >= 0.95
     assert all(list(exact.above(i, 0.8)) == sorted(exact.above(i, 0.8), key=lambda p: -p[1]) for i in range(50))
+
+
+@pytest.mark.parametrize(("language", "merged"), [("german", 1), ("english", 0)])
+def test_memories_without_vectors_are_compared_by_their_terms_in_the_stores_language(
+        tmp_path: Path, language: str, merged: int) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None, language=language) as mem:
+        mem.save("Die Kinder spielten im Garten", user_id="ann")
+        mem.save("Das Kind spielt im Garten", user_id="ann")  # the same terms, once German is stemmed
+        assert len(mem.consolidate().merged) == merged

@@ -18,18 +18,20 @@ import numpy as np
 from ._models import MemoryRecord
 from ._neighbours import Neighbours
 from ._protocols import ContradictionJudge, IndexableJudge
-from ._text import terms
+from ._text import DEFAULT_LANGUAGE, terms
 
 CONSOLIDATION_STEPS = 3  # progress steps per memory: read, its neighbours found, its fate decided
 CONSOLIDATION_PAGE = 500  # memories per read (a progress step: one storage call does not hold the bar)
 _EPS = 1e-4  # an index's cosine may differ from the exact one in the last bits
 
 
-def similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None) -> float:
-    """Cosine of the two vectors, or the Jaccard similarity of the terms when one has none."""
+def similarity(a: MemoryRecord, va: np.ndarray | None, b: MemoryRecord, vb: np.ndarray | None, *,
+               language: str = DEFAULT_LANGUAGE) -> float:
+    """Cosine of the two vectors, or the Jaccard similarity of the terms (in the store's
+    `language`) when one has none."""
     if va is not None and vb is not None:
         return float(va @ vb)
-    ta, tb = set(terms(a.content)), set(terms(b.content))
+    ta, tb = set(terms(a.content, language=language)), set(terms(b.content, language=language))
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
@@ -38,9 +40,11 @@ class ScopeIndex:
 
     def __init__(self, members: Sequence[tuple[MemoryRecord, np.ndarray | None]], *,
                  ordered_rows: Sequence[int] = (), progress: Callable[[int], None] | None = None,
-                 exact_up_to: int | None = None) -> None:
+                 exact_up_to: int | None = None, language: str = DEFAULT_LANGUAGE) -> None:
         """`ordered_rows` are the rows whose choice depends on the exact order of many neighbours
-        (a statement that may supersede any older one above a similarity floor)."""
+        (a statement that may supersede any older one above a similarity floor); memories without
+        a vector are compared by their terms in the store's full-text `language`."""
+        self.language = language
         self.records = [record for record, _ in members]
         self.vectors = [vector for _, vector in members]
         self._rows = [i for i, vector in enumerate(self.vectors) if vector is not None]
@@ -52,7 +56,7 @@ class ScopeIndex:
         self._terms: list[frozenset[str]] = []
         self._postings: dict[str, list[int]] = {}
         if self._lexical:
-            self._terms = [frozenset(terms(record.content)) for record in self.records]
+            self._terms = [frozenset(terms(record.content, language=language)) for record in self.records]
             for row, row_terms in enumerate(self._terms):
                 for term in row_terms:
                     self._postings.setdefault(term, []).append(row)
@@ -63,7 +67,7 @@ class ScopeIndex:
         return len(self.records)
 
     def similarity(self, i: int, j: int) -> float:
-        return similarity(self.records[i], self.vectors[i], self.records[j], self.vectors[j])
+        return similarity(self.records[i], self.vectors[i], self.records[j], self.vectors[j], language=self.language)
 
     def close_to(self, row: int, threshold: float) -> Iterator[tuple[int, float]]:
         """Every other row at least `threshold` similar to `row` (> 0), most similar first."""

@@ -1188,7 +1188,7 @@ class Engine:
         """Pass 1 folds near-duplicates into the oldest copy; pass 2 lets a newer statement supersede
         the most similar older one it contradicts. Each memory is compared only with those that can
         matter (`ScopeIndex`); the outcome is that of comparing every pair."""
-        scope = ScopeIndex(members, ordered_rows=ordered, progress=progress)
+        scope = ScopeIndex(members, ordered_rows=ordered, progress=progress, language=self.language)
         step = progress or (lambda done: None)
         kept: builtins.list[int] = []  # rows, oldest first
         kept_records: dict[int, MemoryRecord] = {}

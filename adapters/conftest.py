@@ -10,6 +10,11 @@ and with `POLYMEM_PEER_DESELECTED=<file>` they are written there as JSON (reason
 `scripts/peer_tests.py`. Where the lowest supported release's
 tests differ, that release's file sits beside the latest one, suffixed with its version
 (`test_x_0_5_4.py`), and the suite's conftest sets `collect_ignore` by the installed version.
+
+Each suite runs once per backend of polymem's store (the `backend` fixture of polymem.testing.backends:
+`test_x[sqlite]`, `test_x[postgres]`, `test_x[redis]`). A listed name without the backend's id holds for
+every backend; `test_x[redis]` for that backend only (whatever its other parameters), `test_x[openai-redis]`
+for that one run.
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ def _suite_lists(config: pytest.Config) -> dict[Path, tuple[dict[str, str], dict
 
 def _listed(item: pytest.Item, listing: dict[str, str]) -> str | None:
     names = [item.name, getattr(item, "originalname", item.name)]
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "backend" in callspec.params:  # a name without its backend: every backend
+        ids = callspec.id.split("-")
+        ids.remove(callspec.params["backend"])
+        names[1:1] = [f"{item.originalname}[{callspec.params['backend']}]",
+                      f"{item.originalname}[{'-'.join(ids)}]" if ids else item.originalname]
     if item.cls is not None:
         names += [f"{item.cls.__name__}::{name}" for name in list(names)]
     return next((listing[name] for name in names if name in listing), None)

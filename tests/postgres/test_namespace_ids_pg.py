@@ -14,9 +14,9 @@ import pytest
 import polymem
 from polymem._postgres import _schema, migrate, schema_version
 from polymem.testing import local_embedder
+from polymem.testing.backends import with_database
 
 from ..test_namespace_ids import assert_clones, assert_kept
-from .conftest import with_database
 
 DUMP = Path(__file__).parents[1] / "data" / "schema6" / "postgres.json"
 

@@ -53,8 +53,7 @@ def test_migrations_are_ordered_recorded_and_idempotent(pg_server: str) -> None:
     import psycopg
 
     from polymem._postgres import MIGRATIONS, migrate, schema_version
-
-    from .conftest import with_database
+    from polymem.testing.backends import with_database
 
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS bare WITH (FORCE)")

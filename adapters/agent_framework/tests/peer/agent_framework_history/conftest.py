@@ -2,8 +2,9 @@
 
 `polymem_af_peer` gives the vendored tests `InMemoryHistoryProvider` and
 `FileHistoryProvider` in the constructor shape of the classes they replace,
-each one `PolymemHistoryProvider` on a real SQLite file. The chat clients and
-fixtures below are the framework's (its tests' `conftest.py`, vendored as is).
+each one `PolymemHistoryProvider` on a real store, once per backend (SQLite,
+PostgreSQL, Redis). The chat clients and fixtures below are the framework's
+(its tests' `conftest.py`, vendored as is).
 `EXPECTED_FAILURES` lists the tests that can only fail for a reason that is not behaviour
 (applied by adapters/conftest.py).
 """
@@ -12,8 +13,7 @@ import asyncio
 import logging
 import sys
 import types
-from collections.abc import AsyncIterable, Awaitable, MutableSequence, Sequence
-from itertools import count
+from collections.abc import AsyncIterable, Awaitable, Iterator, MutableSequence, Sequence
 from pathlib import Path
 from typing import Any, Generic
 from unittest.mock import patch
@@ -34,7 +34,7 @@ from agent_framework.observability import ChatTelemetryLayer
 from pytest import fixture
 from typing_extensions import override
 
-import polymem
+from polymem.testing.backends import Backend
 from polymem_agent_framework import PolymemHistoryProvider
 
 logger = logging.getLogger(__name__)
@@ -51,28 +51,22 @@ EXPECTED_FAILURES = {
         "reads the private _session_file_path() to check a default.jsonl file name",
 }
 
-_STORES: dict[str, Path] = {}
-_fresh = count()
-
-
-def _store(directory: Path) -> Any:
-    return polymem.open(f"sqlite:///{directory / 'history.db'}", embedder=None)
+_BACKEND: list[Backend] = []  # the running test's backend (set by the fixture below)
 
 
 class InMemoryHistoryProvider(PolymemHistoryProvider):
-    """`PolymemHistoryProvider` with `InMemoryHistoryProvider`'s constructor: each instance on a fresh SQLite file."""
+    """`PolymemHistoryProvider` with `InMemoryHistoryProvider`'s constructor: each instance on a new, empty store."""
 
     def __init__(self, source_id: str | None = None, **flags: Any) -> None:
-        directory = _STORES["root"] / f"in-memory-{next(_fresh)}"
-        directory.mkdir()
-        super().__init__(_store(directory), user_id="peer", source_id=source_id, **flags)
+        super().__init__(_BACKEND[-1].open(None, embedder=None), user_id="peer", source_id=source_id, **flags)
 
 
 class FileHistoryProvider(PolymemHistoryProvider):
-    """`PolymemHistoryProvider` with `FileHistoryProvider`'s constructor: the SQLite file in `storage_path`."""
+    """`PolymemHistoryProvider` with `FileHistoryProvider`'s constructor: one store per `storage_path`."""
 
     def __init__(self, storage_path: Path, *, source_id: str | None = None, **flags: Any) -> None:
-        super().__init__(_store(Path(storage_path)), user_id="peer", source_id=source_id, **flags)
+        super().__init__(_BACKEND[-1].open(str(storage_path), embedder=None), user_id="peer", source_id=source_id,
+                         **flags)
 
 
 _module = types.ModuleType("polymem_af_peer")
@@ -80,9 +74,12 @@ _module.__dict__.update(InMemoryHistoryProvider=InMemoryHistoryProvider, FileHis
 sys.modules[_module.__name__] = _module
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _store_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _STORES["root"] = tmp_path_factory.mktemp("peer-stores")
+@pytest.fixture(autouse=True)
+def _stores_on_backend(backend: Backend) -> Iterator[None]:
+    """The providers a test builds keep their history in stores on this run's backend."""
+    _BACKEND.append(backend)
+    yield
+    _BACKEND.pop()
 
 
 

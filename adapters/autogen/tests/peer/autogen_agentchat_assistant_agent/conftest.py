@@ -7,12 +7,12 @@ import sys
 import uuid
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import pytest
 from autogen_agentchat.agents import _assistant_agent
 from packaging.version import Version
 
+from polymem.testing.backends import Backend
 from polymem_autogen import PolymemChatCompletionContext
 
 # The tests of the release installed: autogen-agentchat 0.7.5's file from 0.7.5 on, 0.5.4's below.
@@ -36,8 +36,9 @@ NOT_APPLICABLE: dict[str, str] = {
 
 
 @pytest.fixture(autouse=True)
-def default_context_is_polymem(lexical: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`AssistantAgent(...)` without `model_context=` gets a polymem session on a real SQLite store."""
+def default_context_is_polymem(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AssistantAgent(...)` without `model_context=` gets a polymem session on a real store, on each backend."""
+    lexical = backend.open(embedder=None)
     # 0.5.4's tests build OpenAI clients with api_key="", which today's openai SDK refuses without some key.
     monkeypatch.setenv("OPENAI_ADMIN_KEY", "test")
 

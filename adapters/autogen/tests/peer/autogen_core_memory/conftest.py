@@ -1,4 +1,4 @@
-"""autogen-core's ListMemory tests with `PolymemMemory` swapped in (a real store on an SQLite file)."""
+"""autogen-core's ListMemory tests with `PolymemMemory` swapped in (a real store, on each backend)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from polymem.testing.backends import Backend
 from polymem_autogen import PolymemMemory
 
 EXPECTED_FAILURES: dict[str, str] = {
@@ -22,8 +23,10 @@ EXPECTED_FAILURES: dict[str, str] = {
 
 
 @pytest.fixture(autouse=True)
-def list_memory_is_polymem(request: pytest.FixtureRequest, semantic: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ListMemory(...)` in the test module builds a `PolymemMemory` on a real SQLite store with MiniLM."""
+def list_memory_is_polymem(request: pytest.FixtureRequest, backend: Backend, embedder: Any,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ListMemory(...)` in the test module builds a `PolymemMemory` on a real store with MiniLM."""
+    semantic = backend.open(embedder=embedder)
 
     class ListMemory(PolymemMemory):
         def __init__(self, name: str | None = None, memory_contents: list[Any] | None = None) -> None:

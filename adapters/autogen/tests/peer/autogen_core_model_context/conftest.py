@@ -1,4 +1,4 @@
-"""autogen-core's model context tests with `PolymemChatCompletionContext` swapped in (SQLite file)."""
+"""autogen-core's model context tests with `PolymemChatCompletionContext` swapped in (a real store, on each backend)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
+from polymem.testing.backends import Backend
 from polymem_autogen import PolymemChatCompletionContext
 
 # The tests of the release installed: autogen-core 0.7.5's file from 0.7.5 on, 0.5.4's below.
@@ -30,8 +31,9 @@ NOT_REPLACED: dict[str, str] = {
 
 
 @pytest.fixture(autouse=True)
-def contexts_are_polymem(request: pytest.FixtureRequest, lexical: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def contexts_are_polymem(request: pytest.FixtureRequest, backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     """Unbounded and token-limited contexts in the test module are `PolymemChatCompletionContext`s."""
+    lexical = backend.open(embedder=None)
 
     def unbounded(initial_messages: Any = None) -> PolymemChatCompletionContext:
         return PolymemChatCompletionContext(

@@ -1,16 +1,16 @@
 """The swap: the classic memories with `chat_memory=PolymemChatMessageHistory(...)` as their default.
 
-The test modules build memories at import (in `parametrize`), before any fixture runs, so the
-histories live in one polymem store on an SQLite file in a temporary directory of this test run;
-each memory gets a new session.
+Each memory gets a new session of the running test's polymem store (`conftest.py` opens one per test, on
+each backend). The memories the test modules build at import (in `parametrize`), before any test runs,
+get a placeholder that refuses use; `conftest.py` gives them a session of the test's store instead.
 """
 
 from __future__ import annotations
 
-import atexit
-import tempfile
 import uuid
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from langchain_classic.memory import buffer, buffer_window, summary, summary_buffer
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -19,15 +19,38 @@ from pydantic import Field
 import polymem
 from polymem_langchain import PolymemChatMessageHistory
 
-_directory = tempfile.TemporaryDirectory(prefix="polymem-peer-")
-_store = polymem.open(f"sqlite:///{Path(_directory.name) / 'histories.db'}", embedder=None)
-atexit.register(_directory.cleanup)
-atexit.register(_store.close)  # runs first: atexit calls in reverse order
+_stores: list[polymem.Memory] = []
 
 
-def polymem_history() -> PolymemChatMessageHistory:
-    """A new polymem session as a LangChain chat history."""
-    return PolymemChatMessageHistory(_store, uuid.uuid4().hex, user_id="peer")
+@contextmanager
+def store_in(mem: polymem.Memory) -> Iterator[None]:
+    """The histories made inside hold their sessions in `mem`."""
+    _stores.append(mem)
+    try:
+        yield
+    finally:
+        _stores.pop()
+
+
+class Unbound(BaseChatMessageHistory):
+    """The history of a memory built at import, outside any test: the test's fixture replaces it."""
+
+    @property
+    def messages(self) -> Any:  # type: ignore[override]
+        raise RuntimeError("a memory built at import got no polymem session (see conftest.py)")
+
+    def add_message(self, message: Any) -> None:
+        raise RuntimeError("a memory built at import got no polymem session (see conftest.py)")
+
+    def clear(self) -> None:
+        raise RuntimeError("a memory built at import got no polymem session (see conftest.py)")
+
+
+def polymem_history() -> BaseChatMessageHistory:
+    """A new polymem session of the running test's store, as a LangChain chat history."""
+    if not _stores:
+        return Unbound()
+    return PolymemChatMessageHistory(_stores[-1], uuid.uuid4().hex, user_id="peer")
 
 
 class ConversationBufferMemory(buffer.ConversationBufferMemory):

@@ -1,7 +1,7 @@
 """The swap: `InMemoryChatMessageHistory(messages=...)` builds polymem's `PolymemChatMessageHistory`.
 
-Each history is a new polymem session (seeded with `messages`) in one polymem store on an SQLite
-file in the test's tmp_path.
+Each history is a new polymem session (seeded with `messages`) in the running test's polymem store
+(`conftest.py` opens one per test, on each backend).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
@@ -20,14 +19,13 @@ _stores: list[polymem.Memory] = []
 
 
 @contextmanager
-def store_in(directory: Path) -> Iterator[None]:
-    """The histories a test builds live in one polymem store on an SQLite file in `directory`."""
-    with polymem.open(f"sqlite:///{directory / 'histories.db'}", embedder=None) as mem:
-        _stores.append(mem)
-        try:
-            yield
-        finally:
-            _stores.pop()
+def store_in(mem: polymem.Memory) -> Iterator[None]:
+    """The histories built inside live in `mem`."""
+    _stores.append(mem)
+    try:
+        yield
+    finally:
+        _stores.pop()
 
 
 class InMemoryChatMessageHistory(PolymemChatMessageHistory):

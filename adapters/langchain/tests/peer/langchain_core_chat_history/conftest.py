@@ -1,11 +1,12 @@
-"""langchain-core's chat history tests with `PolymemChatMessageHistory` (see SOURCE.md)."""
+"""langchain-core's chat history tests with `PolymemChatMessageHistory`, on each backend (see SOURCE.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from polymem.testing.backends import Backend
 
 from ._swap import store_in
 
@@ -27,7 +28,7 @@ NOT_APPLICABLE: dict[str, str] = {
 
 
 @pytest.fixture(autouse=True)
-def polymem_store(tmp_path: Path) -> Iterator[None]:
-    """Each history the test builds is a session of a polymem store on an SQLite file in tmp_path."""
-    with store_in(tmp_path):
+def polymem_store(backend: Backend) -> Iterator[None]:
+    """Each history the test builds is a session of one polymem store on this run's backend."""
+    with store_in(backend.open(embedder=None)):
         yield

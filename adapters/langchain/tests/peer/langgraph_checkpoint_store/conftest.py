@@ -1,15 +1,16 @@
-"""langgraph-checkpoint's store tests with `PolymemStore` in place of `InMemoryStore` (see SOURCE.md)."""
+"""langgraph-checkpoint's store tests with `PolymemStore` in place of `InMemoryStore`, on each backend (see SOURCE.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib.metadata import version
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from ._swap import stores_in
+from polymem.testing.backends import Backend
+
+from ._swap import BACKEND
 
 # Each file imports what its own release has: 4.3.2's runs from langgraph-checkpoint 4.3 on, 2.1.2's
 # (the release the lowest supported langgraph, 1.0.0, installs) below that.
@@ -23,7 +24,8 @@ EXPECTED_FAILURES: dict[str, str] = {
 
 
 @pytest.fixture(autouse=True)
-def polymem_files(tmp_path: Path) -> Iterator[None]:
-    """Each store the test builds is a polymem store on an SQLite file in tmp_path."""
-    with stores_in(tmp_path):
-        yield
+def stores_on_backend(backend: Backend) -> Iterator[None]:
+    """Each store the test builds is a new polymem store on this run's backend."""
+    BACKEND.append(backend)
+    yield
+    BACKEND.pop()

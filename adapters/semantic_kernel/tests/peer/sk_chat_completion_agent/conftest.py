@@ -6,6 +6,7 @@ python/tests/unit/agents/chat_completion/conftest.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib.metadata import version
 from typing import Any
 from unittest.mock import AsyncMock, create_autospec
@@ -20,6 +21,7 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.kernel import Kernel
 
+from polymem.testing.backends import Backend
 from polymem_semantic_kernel import PolymemChatHistoryAgentThread
 
 # The tests of the release installed: python-1.44.1's file from 1.44.1 on, python-1.28.0's below.
@@ -29,17 +31,27 @@ collect_ignore = ["test_chat_completion_agent.py" if LOWEST else "test_chat_comp
 EXPECTED_FAILURES: dict[str, str] = {}
 
 
+_STORE: list[Any] = []  # the running test's store (set by the fixture below)
+
+
+class ChatHistoryAgentThread(PolymemChatHistoryAgentThread):
+    """`PolymemChatHistoryAgentThread` with `ChatHistoryAgentThread`'s constructor, on the running test's store.
+    One class for the whole run: ChatHistoryChannel's pydantic schema keeps the class it first saw."""
+
+    def __init__(self, chat_history: ChatHistory | None = None, thread_id: str | None = None) -> None:
+        super().__init__(_STORE[-1], user_id="peer", chat_history=chat_history, thread_id=thread_id)
+
+
 @pytest.fixture(autouse=True)
-def threads_are_polymem(request: pytest.FixtureRequest, store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def threads_are_polymem(request: pytest.FixtureRequest, backend: Backend,
+                        monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """`ChatHistoryAgentThread(...)`, in the tests and where the agent makes one, is a polymem thread
-    on a real SQLite store."""
-
-    class ChatHistoryAgentThread(PolymemChatHistoryAgentThread):
-        def __init__(self, chat_history: ChatHistory | None = None, thread_id: str | None = None) -> None:
-            super().__init__(store, user_id="peer", chat_history=chat_history, thread_id=thread_id)
-
+    on a real store, on each backend."""
+    _STORE.append(backend.open(embedder=None))
     monkeypatch.setattr(request.module, "ChatHistoryAgentThread", ChatHistoryAgentThread)
     monkeypatch.setattr(chat_completion_agent, "ChatHistoryAgentThread", ChatHistoryAgentThread)
+    yield
+    _STORE.pop()
 
 
 @pytest.fixture

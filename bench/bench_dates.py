@@ -122,6 +122,11 @@ def main() -> None:
     for name, python, kind in (("polymem patterns", sys.executable, "patterns"),
                                ("dateparser search_dates", args.dateparser_python, "dateparser")):
         scores, runs = [], []
+        try:
+            run(python, kind, ["today"])
+        except subprocess.CalledProcessError as exc:
+            rows.append(f"| {name} | not measured ({exc.stderr.strip().splitlines()[-1][:80]}) | | | | |")
+            continue
         for table in (TABLE_A, TABLE_B):
             texts = [t for t, _ in table]
             trials = [run(python, kind, texts) for _ in range(3)]

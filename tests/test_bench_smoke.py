@@ -21,3 +21,11 @@ def test_autogen_benchmark_runs_and_reports_chroma_as_not_measured_without_chrom
     assert "| 200 | PolymemMemory" in out and "| 200 | ListMemory" in out
     if importlib.util.find_spec("chromadb") is None:
         assert "ChromaDBVectorMemory | – |" in out and "not measured" in out
+
+
+def test_the_date_benchmark_scores_the_patterns_and_reports_dateparser_as_not_measured_without_it() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_dates.py")], capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    assert "| polymem patterns | 28/28 | 12/15 |" in out
+    if importlib.util.find_spec("dateparser") is None:
+        assert "| dateparser search_dates | not measured" in out

@@ -35,7 +35,7 @@ def test_extractor_turns_the_models_json_into_memory_drafts() -> None:
                       polymem.MemoryDraft("The user is vegetarian", "preference", "inference")]
     system, user = client.requests[0]
     assert (system.role, user.role) == ("system", "user") and "fact, preference, event, task" in system.text
-    assert user.text == "user: I moved to Bergen and I'm vegetarian.\nassistant (planner): Noted!"
+    assert user.text.endswith("Conversation:\nuser: I moved to Bergen and I'm vegetarian.\nassistant (planner): Noted!")
 
 
 def test_extractor_reads_the_array_inside_prose_and_skips_unusable_items() -> None:
@@ -45,7 +45,7 @@ def test_extractor_reads_the_array_inside_prose_and_skips_unusable_items() -> No
 
 
 def test_an_answer_without_a_json_array_is_a_polymem_error() -> None:
-    with pytest.raises(polymem.PolymemError, match="JSON array"):
+    with pytest.raises(polymem.ModelAnswerError, match="JSON"):
         ChatClientExtractor(ScriptedChatClient("I cannot help with that.")).extract(CONVERSATION)
 
 

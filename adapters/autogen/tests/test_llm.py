@@ -43,7 +43,7 @@ def test_extractor_sends_the_conversation_with_roles_and_names(replay: Any) -> N
     system, user = client.create_calls[0]["messages"]
     assert isinstance(system, SystemMessage) and "fact, preference, event, task" in system.content
     assert isinstance(user, UserMessage)
-    assert user.content == "user: I moved to Bergen and I'm vegetarian.\nassistant (planner): Noted!"
+    assert user.content.endswith("Conversation:\nuser: I moved to Bergen and I'm vegetarian.\nassistant (planner): Noted!")
 
 
 def test_extractor_reads_json_inside_a_code_fence(replay: Any) -> None:
@@ -66,7 +66,7 @@ def test_extractor_skips_unusable_items_and_defaults_unknown_sources_to_inferenc
 
 
 def test_extractor_raises_when_the_model_answers_without_json(replay: Any) -> None:
-    with pytest.raises(polymem.PolymemError, match="did not answer with JSON"):
+    with pytest.raises(polymem.ModelAnswerError, match="did not answer with JSON"):
         ChatCompletionExtractor(replay("I could not find anything.")).extract(CONVERSATION)
 
 

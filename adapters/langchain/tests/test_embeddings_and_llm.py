@@ -68,7 +68,7 @@ def test_the_extractor_turns_the_models_answer_into_memories(db_url: str) -> Non
         saved = mem.ingest([to_polymem(HumanMessage("I'm allergic to penicillin; mornings suit me best.")),
                             to_polymem(AIMessage("Noted."))], user_id="ann")
     assert [(r.content, r.category, r.source, r.entities) for r in saved] == [
-        ("Ann is allergic to penicillin", "fact", "user_input", ("Ann",)),
+        ("Ann is allergic to penicillin", "fact", "inference", ("Ann",)),
         ("Ann prefers morning appointments", "preference", "inference", ())]
     assert saved[0].importance == 0.9
 
@@ -87,7 +87,7 @@ def test_the_extractor_saves_nothing_when_the_model_finds_nothing(mem: polymem.M
 
 def test_the_extractor_rejects_an_answer_that_is_not_json() -> None:
     extractor = ChatModelExtractor(FakeListChatModel(responses=["Sure! Ann likes tea."]))
-    with pytest.raises(ValueError, match="JSON"):
+    with pytest.raises(polymem.ModelAnswerError, match="JSON"):
         extractor.extract([to_polymem(HumanMessage("I like tea"))])
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
+import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -12,7 +14,6 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 
 import polymem
 from polymem_llamaindex import LlamaIndexEmbedder, LlamaIndexExtractor, LlamaIndexSummarizer
-from polymem_llamaindex._plugins import parse_facts
 
 
 class MiniLMEmbedding(BaseEmbedding):
@@ -76,8 +77,8 @@ def test_a_store_embeds_with_the_llamaindex_model_and_records_which(embedder) ->
 def test_extractor_turns_the_llm_answer_into_memory_drafts() -> None:
     prompts: list[str] = []
     llm = answering(
-        '<facts><fact category="preference" importance="0.8">Ann prefers aisle seats.</fact>'
-        "<fact>Ann flies to Oslo on 3 June.</fact></facts>",
+        '[{"content": "Ann prefers aisle seats.", "category": "preference", "importance": 0.8, "source": "user_input"},'
+        ' {"content": "Ann flies to Oslo on 3 June.", "valid_from": "2026-06-03"}]',
         prompts,
     )
 
@@ -87,21 +88,24 @@ def test_extractor_turns_the_llm_answer_into_memory_drafts() -> None:
         ("Ann prefers aisle seats.", "preference", 0.8, "inference"),
         ("Ann flies to Oslo on 3 June.", "fact", None, "inference"),
     ]
+    assert drafts[1].valid_from == datetime(2026, 6, 3, tzinfo=timezone.utc)
     assert "user: Aisle please, Oslo on 3 June." in prompts[0]
 
 
 def test_a_store_ingests_through_the_llm_extractor() -> None:
-    llm = answering('<facts><fact category="preference">Ann drinks green tea.</fact></facts>')
+    llm = answering('```json\n{"memories": [{"content": "Ann drinks green tea.", "category": "preference"}]}\n```')
     with polymem.open("memory://", embedder=None, extractor=LlamaIndexExtractor(llm)) as mem:
         saved = mem.ingest([polymem.Message(role="user", content="Green tea for me, always.")], user_id="ann")
 
     assert [(r.content, r.category, r.source) for r in saved] == [("Ann drinks green tea.", "preference", "inference")]
 
 
-def test_fact_parsing_ignores_anything_outside_fact_tags_and_clamps_importance() -> None:
-    drafts = parse_facts('Sure! <facts><fact importance="7">A &amp; B</fact><fact> </fact></facts> bye')
-
-    assert [(d.content, d.importance) for d in drafts] == [("A & B", 1.0)]
+def test_an_llm_answer_without_json_is_a_model_answer_error_and_saves_nothing() -> None:
+    llm = answering('<facts><fact category="preference">Ann drinks green tea.</fact></facts>')
+    with polymem.open("memory://", embedder=None, extractor=LlamaIndexExtractor(llm)) as mem:
+        with pytest.raises(polymem.ModelAnswerError):
+            mem.ingest([polymem.Message(role="user", content="Green tea for me, always.")], user_id="ann")
+        assert mem.list(user_id="ann") == []
 
 
 def test_summarizer_returns_the_llm_summary_of_previous_summary_and_messages() -> None:

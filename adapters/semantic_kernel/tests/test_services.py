@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import polymem
 from polymem_semantic_kernel import SemanticKernelEmbedder, SemanticKernelExtractor, SemanticKernelSummarizer
 
@@ -49,13 +51,15 @@ def test_the_extractor_turns_the_models_json_into_drafts(scripted):
     assert drafts == [
         polymem.MemoryDraft("Ann is vegan", "preference", "user_input", 0.9, ("Ann",)),
         polymem.MemoryDraft("Ann may like Thai food", "fact", "inference"),
+        polymem.MemoryDraft("not an object", "fact", "inference"),  # a bare string is a fact
     ]
     assert "user: I'm vegan." in service.seen[0].messages[-1].content
 
 
-def test_a_reply_that_is_not_json_extracts_nothing(scripted):
+def test_a_reply_that_is_not_json_is_a_model_answer_error(scripted):
     service = scripted.ScriptedChatCompletion(["Sorry, I can't."])
-    assert SemanticKernelExtractor(service).extract([polymem.Message(role="user", content="hi")]) == []
+    with pytest.raises(polymem.ModelAnswerError):
+        SemanticKernelExtractor(service).extract([polymem.Message(role="user", content="hi")])
 
 
 def test_the_extractor_serves_a_stores_ingest(scripted, store, db_url):
@@ -73,7 +77,7 @@ def test_the_summarizer_folds_the_previous_summary_and_messages(scripted):
     assert summary == "Budget 40 EUR; prefers tea."
     prompt = service.seen[0].messages
     assert "Keep every number" in prompt[0].content
-    assert "Previous summary:\nBudget 40 EUR." in prompt[1].content and "user: I prefer tea." in prompt[1].content
+    assert "Summary so far:\nBudget 40 EUR." in prompt[1].content and "user: I prefer tea." in prompt[1].content
 
 
 def test_a_session_window_summarizes_through_the_service(scripted, db_url):

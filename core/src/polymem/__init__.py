@@ -13,6 +13,7 @@ See docs/api.md for the whole API.
 """
 
 from . import operations
+from ._chat import ChatExtractor, ChatSummarizer
 from ._embedders import HttpEmbedder, OnnxEmbedder, SentenceTransformerEmbedder, default_embedder
 from ._engine import RuleContradictionJudge
 from ._errors import (
@@ -25,6 +26,7 @@ from ._errors import (
     InvalidURLError,
     LockTimeoutError,
     MissingDependencyError,
+    ModelAnswerError,
     NaiveDatetimeError,
     NotFoundError,
     NotSupportedError,
@@ -67,9 +69,11 @@ __all__ = [
     "AsyncChatModel",
     "AsyncMemory",
     "AsyncSession",
+    "ChatExtractor",
     "ChatModel",
     "ChatQueryRewriter",
     "ChatReranker",
+    "ChatSummarizer",
     "Classifier",
     "ConsolidationReport",
     "ContentRejectedError",
@@ -93,6 +97,7 @@ __all__ = [
     "MemoryRecord",
     "Message",
     "MissingDependencyError",
+    "ModelAnswerError",
     "NaiveDatetimeError",
     "NearestResult",
     "NotFoundError",

@@ -328,7 +328,7 @@ class Engine:
             importance=importance, user_id=user_id, agent_id=agent_id, session_id=session_id,
             namespace=self.namespace, created_at=now, updated_at=now, expire_at=expire_at,
             embedding_model=self.embedder.model_id if self.embedder else None, entities=entities,
-            metadata=clean_metadata(check_metadata(draft.metadata)),
+            metadata=clean_metadata(check_metadata(_with_validity(draft.metadata, draft.valid_from, draft.valid_to))),
         )
         return NewRecord(record, None, content_hash(content), idempotency_key, tuple(terms(content, language=self.language)))
 
@@ -339,8 +339,8 @@ class Engine:
              vector: Sequence[float] | None = None, valid_from: datetime | None = None,
              valid_to: datetime | None = None) -> Plan:
         draft = MemoryDraft(content=content, category=category, source=source, importance=importance,
-                            entities=_strings(entities, "entities"),
-                            metadata=_with_validity(metadata, valid_from, valid_to) or {})
+                            entities=_strings(entities, "entities"), metadata=metadata if metadata is not None else {},
+                            valid_from=valid_from, valid_to=valid_to)
         records = yield from self._save_drafts([draft], user_id=user_id, agent_id=agent_id, session_id=session_id,
                                                expire_at=expire_at, idempotency_keys=[idempotency_key],
                                                vectors=None if vector is None else [vector])
@@ -353,8 +353,9 @@ class Engine:
         drafts = _sequence(drafts, "drafts")
         if not all(isinstance(d, MemoryDraft) for d in drafts):
             raise InvalidInput("drafts must be polymem MemoryDraft values")
-        if valid_from is not None or valid_to is not None:
-            drafts = [replace(d, metadata=_with_validity(d.metadata, valid_from, valid_to)) for d in drafts]
+        if valid_from is not None or valid_to is not None:  # the batch's validity, over each draft's own
+            drafts = [replace(d, valid_from=valid_from or d.valid_from, valid_to=valid_to or d.valid_to)
+                      for d in drafts]
         keys = _sequence(idempotency_keys, "idempotency_keys") if idempotency_keys is not None else [None] * len(drafts)
         if vectors is not None and (not hasattr(vectors, "__len__") or len(vectors) != len(drafts)):
             raise InvalidInput("give one vector per memory")
@@ -1101,6 +1102,8 @@ class Engine:
         messages = [_as_message(m) for m in _sequence(messages, "messages")]
         if not messages:
             return None
+        now = self.clock()  # an undated message was said now: the extractor reads "yesterday" from it
+        messages = [m if m.created_at is not None else replace(m, created_at=now) for m in messages]
         drafts = yield _call(self.extractor.extract, messages)
         drafts = [d for d in drafts if isinstance(d, MemoryDraft) and d.content.strip()]
         # An instruction cut across turns reads whole only in the conversation: when no turn is

@@ -17,6 +17,7 @@ PolymemError
 ├── StoreClosedError
 ├── ReadOnlyStoreError
 ├── StoreUnreadableError
+├── ModelAnswerError (ValueError)
 ├── PermissionDeniedError
 │   ├── SourceBlockedError
 │   └── SessionOwnerError
@@ -123,6 +124,13 @@ class StoreUnreadableError(PolymemError):
     """The store's file is not a database polymem can read: random bytes, truncated, a directory."""
 
     code = "store_unreadable"
+
+
+class ModelAnswerError(PolymemError, ValueError):
+    """A chat model's reply could not be read (an extraction reply with no JSON list of memories);
+    nothing was written."""
+
+    code = "model_answer_unreadable"
 
 
 class PermissionDeniedError(PolymemError):

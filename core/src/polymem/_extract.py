@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 from ._models import MemoryDraft, Message
 
@@ -26,6 +27,8 @@ _FACT = re.compile(r"\b(my name is|i am|i'm|i live|i work|i was born|call me|my 
                    re.IGNORECASE)
 _QUESTION = re.compile(r"\?\s*$|？\s*$|^\s*(what|who|where|when|why|how|can you|could you|would you|do you|is there|"
                        r"are there|please)\b", re.IGNORECASE)
+_DATE_HINT = re.compile(r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|"
+                        r"yesterday|today|tonight|tomorrow|ago|last|next|this)", re.IGNORECASE)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|thanks|thank you|ok|okay|bye|good (morning|evening|night))\b[\s!.]*$",
                        re.IGNORECASE)
 
@@ -50,6 +53,9 @@ class RuleExtractor:
 
     Only user messages are read (what an assistant said is not evidence);
     questions and greetings are skipped; each kept sentence is stored as said.
+    A sentence that dates itself ("I switched to black on March 1st", "since 2024-05-01",
+    "yesterday", "last week", "in June", "until April") gives its memory `valid_from` (or
+    `valid_to`), read relative to the message's `created_at` (else now), in English.
     """
 
     def extract(self, messages: Sequence[Message]) -> list[MemoryDraft]:
@@ -58,6 +64,7 @@ class RuleExtractor:
         for message in messages:
             if message.role != "user":
                 continue
+            said_at = message.created_at or datetime.now(timezone.utc)
             for match in _SENTENCE.finditer(message.content):
                 sentence = match.group(0).strip()
                 if len(sentence) < 3 or sentence.casefold() in seen:
@@ -66,9 +73,20 @@ class RuleExtractor:
                 if category is None:
                     continue
                 seen.add(sentence.casefold())
+                valid_from, valid_to = _validity(sentence, said_at)
                 drafts.append(MemoryDraft(content=sentence, category=category, source="user_input",
-                                          metadata={"extracted_from": message.message_id}))
+                                          metadata={"extracted_from": message.message_id},
+                                          valid_from=valid_from, valid_to=valid_to))
         return drafts
+
+
+def _validity(sentence: str, said_at: datetime) -> tuple[datetime | None, datetime | None]:
+    """The sentence's validity, its patterns loaded only for a sentence with a date-like word."""
+    if not _DATE_HINT.search(sentence):
+        return None, None
+    from ._dates import read_validity
+
+    return read_validity(sentence, said_at)
 
 
 class ExtractiveSummarizer:

@@ -109,8 +109,7 @@ def _default(value: Any) -> Any:
     if isinstance(value, Message):
         return value.to_dict()
     if isinstance(value, MemoryDraft):
-        return {"content": value.content, "category": value.category, "source": value.source,
-                "importance": value.importance, "entities": list(value.entities), "metadata": dict(value.metadata)}
+        return ops.draft_out(value)
     if isinstance(value, ops.SessionSpec):
         return value.model_dump()
     if hasattr(value, "tolist"):  # numpy arrays and scalars

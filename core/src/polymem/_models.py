@@ -230,7 +230,11 @@ class Message:
 
 @dataclass(frozen=True)
 class MemoryDraft:
-    """What an extractor proposes to remember; saved through `Memory.save`."""
+    """What an extractor proposes to remember; saved through `Memory.save`.
+
+    `valid_from`/`valid_to` (timezone-aware): when the fact began and stopped holding in the
+    world, where the conversation says ("I switched to black on March 1st"); saved as the
+    memory's validity (see `save`)."""
 
     content: str
     category: str = "fact"
@@ -238,6 +242,8 @@ class MemoryDraft:
     importance: float | None = None
     entities: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
 
 
 @dataclass(frozen=True)

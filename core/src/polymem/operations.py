@@ -105,6 +105,8 @@ class DraftWire(_Strict):
     importance: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] | None = None
     entities: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    valid_from: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = None
+    valid_to: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = None
 
 
 def _message_in(value: Any) -> Message:
@@ -121,13 +123,19 @@ def _draft_in(value: Any) -> MemoryDraft:
     if isinstance(value, dict):
         data = DraftWire.model_validate(value)
         return MemoryDraft(content=data.content, category=data.category, source=data.source,
-                           importance=data.importance, entities=tuple(data.entities), metadata=data.metadata)
+                           importance=data.importance, entities=tuple(data.entities), metadata=data.metadata,
+                           valid_from=from_iso(data.valid_from, "valid_from"), valid_to=from_iso(data.valid_to, "valid_to"))
     raise InvalidInput(f"expected a polymem MemoryDraft or dict, got {type(value).__name__}")
 
 
-def _draft_out(draft: MemoryDraft) -> dict[str, Any]:
-    return {"content": draft.content, "category": draft.category, "source": draft.source,
-            "importance": draft.importance, "entities": list(draft.entities), "metadata": dict(draft.metadata)}
+def draft_out(draft: MemoryDraft) -> dict[str, Any]:
+    """A draft's JSON form (its validity, where given, as ISO-8601)."""
+    out = {"content": draft.content, "category": draft.category, "source": draft.source,
+           "importance": draft.importance, "entities": list(draft.entities), "metadata": dict(draft.metadata)}
+    for key in ("valid_from", "valid_to"):
+        if (when := getattr(draft, key)) is not None:
+            out[key] = when.isoformat()
+    return out
 
 
 @dataclass(frozen=True)
@@ -146,7 +154,7 @@ class _SchemaOf:
 
 WireMessage = Annotated[Message, PlainValidator(_message_in), PlainSerializer(Message.to_dict),
                         _SchemaOf(MessageWire)]
-WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(_draft_out), _SchemaOf(DraftWire)]
+WireDraft = Annotated[MemoryDraft, PlainValidator(_draft_in), PlainSerializer(draft_out), _SchemaOf(DraftWire)]
 def _timestamp(value: Any) -> datetime:
     if isinstance(value, datetime):
         return value

@@ -72,6 +72,7 @@ STATUS: dict[type[PolymemError], int] = {
     RequestTimeoutError: 504,
     RateLimitedError: 429,
     core.MissingDependencyError: 500,
+    core.ModelAnswerError: 502,  # the service's model (its extractor) answered unreadably
 }
 
 

@@ -234,8 +234,8 @@ class Service:
                 category=draft.category, source=draft.source, importance=draft.importance,
                 entities=list(draft.entities), metadata=dict(draft.metadata),
                 idempotency_key=None if op.idempotency_keys is None else op.idempotency_keys[i],
-                vector=None if op.vectors is None else op.vectors[i], valid_from=op.valid_from,
-                valid_to=op.valid_to)))
+                vector=None if op.vectors is None else op.vectors[i], valid_from=op.valid_from or draft.valid_from,
+                valid_to=op.valid_to or draft.valid_to)))
         return saved
 
     async def recall(self, ctx: Context, op: ops.Recall) -> RecallResult:

@@ -82,9 +82,19 @@ class _Errors(click.Group):
 @click.option("--burst", default=200.0, show_default=True, type=float, help="Each token's budget when full, units.")
 @click.option("--max-embed-chars", default=MAX_EMBED_CHARS, show_default=True, type=int,
               help="The most text one /v1/embed request may ask to embed.")
+@click.option("--reranker", default=None, metavar="MODULE:ATTR",
+              help="A polymem Reranker that recalls use (rerank=true by default): an object, or a class or "
+                   "function that makes one with no arguments, e.g. mypkg.plugins:reranker.")
+@click.option("--rewriter", default=None, metavar="MODULE:ATTR",
+              help="A polymem QueryRewriter for recall's query variants (as --reranker).")
+@click.option("--extractor", default=None, metavar="MODULE:ATTR",
+              help="A polymem Extractor for ingest and session ends (default: the rule extractor).")
+@click.option("--summarizer", default=None, metavar="MODULE:ATTR",
+              help="A polymem Summarizer for sessions that overflow with overflow=summarize.")
 def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: bool, no_embedder: bool,
           on_flag: str, max_body_bytes: int, max_import_bytes: int, timeout: float, graceful_timeout: float,
-          rate: float, burst: float, max_embed_chars: int) -> None:
+          rate: float, burst: float, max_embed_chars: int, reranker: str | None, rewriter: str | None,
+          extractor: str | None, summarizer: str | None) -> None:
     """Serve a store over HTTP (FastAPI + uvicorn). Stops gracefully on SIGTERM: no acknowledged write is lost."""
     try:
         import fastapi  # noqa: F401
@@ -100,12 +110,37 @@ def serve(url: str | None, auth_db: str | None, host: str, port: int, no_auth: b
 
     store_url = _store_url(url)
     policy = WritePolicy() if on_flag == "default" else WritePolicy.everywhere(on_flag)
+    plugins = {key: _plugin(spec, option, method) for key, spec, option, method in (
+        ("reranker", reranker, "--reranker", "rerank"), ("query_rewriter", rewriter, "--rewriter", "rewrite"),
+        ("extractor", extractor, "--extractor", "extract"), ("summarizer", summarizer, "--summarizer", "summarize"))
+        if spec is not None}
     service = Service(store_url, auth_db=auth_db, auth=not no_auth, policy=policy,
-                      embedder=None if no_embedder else "auto")
+                      embedder=None if no_embedder else "auto", **plugins)
     app = create_app(service, max_body_bytes=max_body_bytes, max_import_bytes=max_import_bytes, timeout=timeout,
                      rate=rate or None, burst=burst, max_embed_chars=max_embed_chars)
     click.echo(f"polymem serving {store_url} on http://{host}:{port} (auth {'off' if no_auth else 'on'})", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=int(graceful_timeout))
+
+
+def _plugin(spec: str, option: str, method: str) -> Any:
+    """The plug-in `module:attr` names (`attr` may be dotted): the object, or what calling it with
+    no arguments makes when it is a class or a function without the plug-in's `method`."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise click.BadParameter(f"expected MODULE:ATTR, got {spec!r}", param_hint=option)
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as exc:
+        raise click.BadParameter(f"cannot load {spec!r}: {exc}", param_hint=option) from exc
+    if isinstance(found, type) or (callable(found) and not callable(getattr(found, method, None))):
+        found = found()
+    if not callable(getattr(found, method, None)):
+        raise click.BadParameter(f"{spec!r} has no {method}() method", param_hint=option)
+    return found
 
 
 @click.group("token", cls=_Errors)

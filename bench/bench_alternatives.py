@@ -189,6 +189,7 @@ class NumpyFloor(Store):
 
 class PolymemSQLite(Store):
     name, label, modules = "polymem-sqlite", "polymem, embedded (SQLite file)", ("polymem",)
+    users = 1  # `--users`: memory i belongs to user u{i % users}; above 1, recalls are over every user
 
     def url(self) -> str:
         return f"sqlite:///{self.folder / 'memory.db'}"
@@ -202,9 +203,16 @@ class PolymemSQLite(Store):
         from polymem import MemoryDraft
 
         self.mem = self.open()
-        for start in range(0, len(texts), 5000):
-            self.mem.save_many([MemoryDraft(t) for t in texts[start:start + 5000]], user_id="u0",
-                               vectors=vectors[start:start + 5000])
+        for user in range(self.users):
+            mine = np.arange(user, len(texts), self.users)
+            for start in range(0, len(mine), 5000):
+                rows = mine[start:start + 5000]
+                self.mem.save_many([MemoryDraft(texts[i]) for i in rows], user_id=f"u{user}", vectors=vectors[rows])
+
+    @property
+    def scope(self) -> str | None:
+        """Whose memories a recall reads: the one user's, or (`--users` above 1) every user's."""
+        return "u0" if self.users == 1 else None
 
     def warm(self, text: str, vector: np.ndarray) -> None:
         """A first recall of a scope of `polymem._ann.ANN_ROWS` memories or more starts building its
@@ -228,11 +236,11 @@ class PolymemSQLite(Store):
         self.mem.save(text, user_id="u0", vector=vector)
 
     def recall(self, text: str, vector: np.ndarray) -> int:
-        return len(self.mem.recall(text, user_id="u0", top_k=K, query_vector=vector))
+        return len(self.mem.recall(text, user_id=self.scope, top_k=K, query_vector=vector))
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         """The vector path of `recall` alone (recall blends it with full text and the live score)."""
-        return [record.content for record, _ in self.mem.nearest(vector, user_id="u0", top_k=K)]
+        return [record.content for record, _ in self.mem.nearest(vector, user_id=self.scope, top_k=K)]
 
     def close(self) -> None:
         self.mem.close()
@@ -556,7 +564,7 @@ def median_pct(passes: list[list[float]], q: float) -> float:
 
 
 def measure(store_name: str, size: int, data: Path, queries: int, saves: int, repeats: int,
-            budget_s: float) -> dict[str, Any]:
+            budget_s: float, users: int = 1) -> dict[str, Any]:
     arrays = np.load(data / "vectors.npz")
     base, qbase = arrays["base"], arrays["queries"]
     meta = json.loads((data / "meta.json").read_text())
@@ -573,6 +581,8 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
     folder = Path(tempfile.mkdtemp(prefix=f"pm-alt-{store_name}-"))
     try:
         cls = BY_NAME[store_name]
+        if issubclass(cls, PolymemSQLite):
+            cls.users = users
         for module in cls.imports:
             importlib.import_module(module)
         reset_peak()
@@ -709,7 +719,9 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
            f"{'(machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
            f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
-           f"median of the passes; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed).\n"]
+           f"median of the passes; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed)"
+           + (f"; polymem's memories spread over {args.users} users, its recalls over every user" if args.users > 1
+              else "") + ".\n"]
     for size in sorted({r["size"] for r in rows}):
         ref = next((r for r in rows if r["size"] == size and r["store"] == "polymem-sqlite"), None)
         out += [f"**{size:,} memories**\n",
@@ -804,6 +816,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--budget", type=float, default=20.0, help="seconds per pass before a slow store stops")
     parser.add_argument("--base", type=int, default=3000, help="real embeddings the data is built from")
+    parser.add_argument("--users", type=int, default=1,
+                        help="polymem: spread the memories over this many users and recall over every user "
+                             "(the other stores hold one collection either way)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     parser.add_argument("--plot", type=Path, default=HERE / "alternatives_latency.png")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
@@ -813,7 +828,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         row = measure(args.child[0], int(args.child[1]), Path(args.child[2]), args.queries, args.saves,
-                      args.repeats, args.budget)
+                      args.repeats, args.budget, args.users)
         print("ROW " + json.dumps(row), flush=True)
         return 0
 
@@ -843,7 +858,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.in_process:
                     try:
                         rows.append(measure(store.name, size, Path(data), args.queries, args.saves, args.repeats,
-                                            args.budget))
+                                            args.budget, args.users))
                         print(f"done {store.name} at {size:,}", flush=True)
                     except Exception as exc:  # noqa: BLE001 - one store failing must not hide the others
                         failed[store.name] = f"{type(exc).__name__}: {exc}"[:300]
@@ -851,7 +866,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 cmd = [sys.executable, __file__, "--child", store.name, str(size), data, "--queries",
                        str(args.queries), "--saves", str(args.saves), "--repeats", str(args.repeats),
-                       "--budget", str(args.budget)]
+                       "--budget", str(args.budget), "--users", str(args.users)]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")), None)
                 if proc.returncode != 0 or line is None:

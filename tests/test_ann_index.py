@@ -126,7 +126,7 @@ def test_a_memory_re_embedded_after_the_build_is_found_by_its_new_vector(tmp_pat
     found = mem.nearest(new, user_id="u", top_k=1)
     assert found[0][0].memory_id == ids[7]
     assert found[0][1] == pytest.approx(1.0)
-    assert scope.best(scope.block, new, None, scope.block.size, 1) is not None  # answered by the index
+    assert scope.best(scope.rows, new, None, scope.rows.size, 1) is not None  # answered by the index
     mem.close()
 
 
@@ -198,3 +198,86 @@ def test_small_scopes_are_searched_exactly_without_an_index(tmp_path: Path) -> N
     assert not indexes(mem).scopes
     assert not index_files(db)
     mem.close()
+
+
+# -- a recall over every user of a namespace: the span's index -------------------------------------------
+def spread(path: Path, vectors: np.ndarray, users: int, namespace: str = "default") -> tuple[polymem.Memory, list[str]]:
+    """The vectors saved over `users` users (row i for user i % users), none of whom reaches the threshold."""
+    mem = polymem.open(f"sqlite:///{path}", embedder=VectorTable(), clock=FakeClock(), namespace=namespace)
+    ids = [""] * len(vectors)
+    for user in range(users):
+        rows = range(user, len(vectors), users)
+        for i, record in zip(rows, mem.save_many([polymem.MemoryDraft(f"memory {namespace} {i}") for i in rows],
+                                                 user_id=f"u{user}", vectors=vectors[list(rows)])):
+            ids[i] = record.memory_id
+    return mem, ids
+
+
+def span_indexed(mem: polymem.Memory) -> _ann.ScopeIndex:
+    """The namespace's index over every user, built (the first recall over every user starts it)."""
+    mem.nearest(np.ones(DIMENSION, dtype=np.float32), user_id=None, top_k=1)
+    indexes(mem).wait(120)
+    (scope,) = [s for key, s in indexes(mem).scopes.items() if key[3]]
+    assert scope.ready
+    return scope
+
+
+def test_a_recall_over_every_user_reads_one_index_of_the_namespace(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=20)
+    mem, ids = spread(tmp_path / "m.db", vectors, users=4)  # 1,500 rows a user: no user's scope has an index
+    scope = span_indexed(mem)
+    assert not [key for key in indexes(mem).scopes if not key[3]]
+    assert isinstance(scope.rows, _ann.Span)
+    assert scope.rows.best(clustered(1, seed=21)[0], 0, 10) is not None  # answered by the index
+    shares = []
+    for query in clustered(40, seed=22):
+        exact = {ids[i] for i in np.argsort(-(vectors @ query))[:10]}
+        found = mem.nearest(query, user_id=None, top_k=10)
+        by_id = dict(zip(ids, vectors))
+        for record, similarity in found:  # exact similarities
+            assert similarity == pytest.approx(float(by_id[record.memory_id] @ query), abs=1e-5)
+        shares.append(len(exact & {record.memory_id for record, _ in found}) / 10)
+    assert np.mean(shares) >= 0.95
+    mem.close()
+
+
+def test_a_recall_over_every_user_never_returns_a_deleted_or_another_namespaces_memory(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    vectors = clustered(ROWS, seed=23)
+    mem, _ = spread(db, vectors, users=3)
+    other, _ = spread(db, vectors, users=3, namespace="other")  # the same vectors: the best matches there
+    others = {record.memory_id for record in other.list(limit=ROWS)}
+    span_indexed(mem)
+    span_indexed(other)
+    queries = vectors[:30]
+    deleted = set()
+    for query in queries:  # each query's own best match, and the next best, are deleted
+        for record, _ in mem.nearest(query, user_id=None, top_k=2):
+            mem.delete(record.memory_id)
+            deleted.add(record.memory_id)
+    for query in queries:
+        found = {record.memory_id for record, _ in mem.nearest(query, user_id=None, top_k=10)}
+        assert len(found) == 10
+        assert not found & deleted
+        assert not found & others
+    mem.close()
+    other.close()
+
+
+def test_a_memory_saved_after_the_build_is_found_by_a_recall_over_every_user(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    mem, _ = spread(db, clustered(ROWS, seed=24), users=3)
+    span_indexed(mem)
+    assert index_files(db)  # saved for the next process
+    newcomer = clustered(1, seed=25)[0]
+    writer = open_store(db)  # another store on the file: this process learns of its write from the file
+    writer.save("written by another store, for a new user", user_id="newcomer", vector=newcomer)
+    writer.close()
+    found = mem.nearest(newcomer, user_id=None, top_k=1)
+    assert found[0][0].content == "written by another store, for a new user"
+    mem.close()
+    reopened = open_store(db)
+    scope = span_indexed(reopened)
+    assert scope.build_seconds is None  # read from its file, not built again
+    assert reopened.nearest(newcomer, user_id=None, top_k=1)[0][0].content == "written by another store, for a new user"
+    reopened.close()

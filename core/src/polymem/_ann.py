@@ -8,6 +8,11 @@ scope's live rows (a deleted, moved, expired or filtered-out row is dropped) and
 against the process's float32 copy, so every similarity returned is exact and only the choice of
 rows is approximate. When too few proposals survive the filters, the caller scans exactly.
 
+A recall over every user of a namespace reads one index of the whole namespace (`Span`: every
+user's block), built once the namespace holds `ANN_ROWS` vectors in more than one scope; its
+proposals are mapped back through the process's copy the same way, so a row of another
+namespace, a deleted or an expired one is never returned.
+
 Chosen on this machine against HNSW graphs (faiss HNSW-SQ8, usearch i8, hnswlib) at 100,000 real
 embeddings, load 13-14, one thread: the inverted file built in 9.5 s against 84-119 s, searched in
 0.12 ms p50 against 0.19-0.64 ms, and found 0.99 of the exact top 10 (graphs 0.95-0.99; see `PROBES`); faiss is
@@ -27,8 +32,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -40,8 +46,9 @@ if TYPE_CHECKING:
 ANN_ROWS = 50_000
 # Cells read per query. On bench_alternatives' 100k embeddings (bench_ann_candidates.py) the
 # index alone found 0.86 / 0.96 / 0.98 of the exact top 10 with 8 / 16 / 32 (0.86 / 0.97 / 0.996 in its
-# top 100) for 0.13 / 0.16 / 0.27 ms.
+# top 100) for 0.13 / 0.16 / 0.27 ms. An index of more cells reads the same share of them (see `probes`).
 PROBES = 32
+PROBED_SHARE = 32 / 632  # 100k rows: 632 cells
 FETCH_MARGIN = 128  # proposals beyond those wanted (see `ScopeIndex.best`)
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
@@ -49,6 +56,33 @@ GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cell
 SAVE_AFTER = 0.01  # on close, save again if this share of the rows changed since the file
 _CHUNK = 50_000
 _FORMAT = "ivfsq8-v1"
+
+
+def probes(cells: int) -> int:
+    """Cells a query reads in an index of `cells` cells."""
+    return max(PROBES, round(cells * PROBED_SHARE))
+
+
+class Rows(Protocol):
+    """What an index is built from and kept current with: one scope's block, or a namespace's span of them."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def parts(self) -> list[_ScopeBlock]:
+        """The blocks holding the rows."""
+
+    def live_ids(self) -> np.ndarray:
+        """The rowids of every row held."""
+
+    def vectors_of(self, rowids: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The rowids among `rowids` still held, and their vectors."""
+
+    def scope_sql(self) -> tuple[str, tuple[Any, ...]]:
+        """The SQL condition (and its parameters) selecting the rows of this scope in `memories`."""
 
 
 def _new_index(vectors: np.ndarray) -> Any:
@@ -65,15 +99,15 @@ def _new_index(vectors: np.ndarray) -> Any:
     index = faiss.IndexIVFScalarQuantizer(quantizer, dim, cells, faiss.ScalarQuantizer.QT_8bit,
                                           faiss.METRIC_INNER_PRODUCT)
     index.train(vectors)
-    index.nprobe = PROBES
+    index.nprobe = probes(cells)
     return index
 
 
 class ScopeIndex:
-    """The index of one scope's block: proposes rows; `pending` rows are added before the next search."""
+    """The index of one scope's rows (`Rows`): proposes rows; `pending` rows are added before the next search."""
 
-    def __init__(self, owner: Indexes, key: str, block: _ScopeBlock, cache: _VectorCache) -> None:
-        self.owner, self.key, self.block, self.cache = owner, key, block, cache
+    def __init__(self, owner: Indexes, key: str, rows: Rows, cache: _VectorCache) -> None:
+        self.owner, self.key, self.rows, self.cache = owner, key, rows, cache
         self.index: Any = None
         self.trained_rows = 0
         self.held = 0  # entries added (live, deleted or superseded)
@@ -103,23 +137,30 @@ class ScopeIndex:
         self.changed_since_save += 1
 
     # -- search (store lock held) -------------------------------------------------------------
+    def propose(self, query: np.ndarray, fetch: int) -> np.ndarray:
+        """The rowids of the index's best `fetch` entries for `query` (-1 where it has fewer); the
+        rows may since have been deleted, moved or written again: the caller maps them back."""
+        self._catch_up()
+        self._maybe_rebuild()
+        with self.mutex:
+            _, labels = self.index.search(np.ascontiguousarray(query[None, :], dtype=np.float32),
+                                          min(fetch, self.held))
+        out: np.ndarray = labels[0]
+        return out
+
     def best(self, block: _ScopeBlock, query: np.ndarray, mask: np.ndarray | None, kept: int,
              limit: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Slots and exact products of the best `limit` rows `mask` keeps, or None: search exactly."""
         if self.index is None or kept * MAX_OVERFETCH < block.size or not self.held:
             return None
-        self._catch_up(block)
-        self._maybe_rebuild(block)
         n = block.size
         wanted = min(limit, kept)
         # 8-bit codes misorder near-duplicates (a memory saved in many wordings): fetch a margin
         # beyond the rows wanted, to be measured exactly (at 100k real embeddings, 10 + 18 rows
         # found 0.93 of the exact top 10)
-        fetch = min(self.held, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
-        with self.mutex:
-            _, labels = self.index.search(np.ascontiguousarray(query[None, :], dtype=np.float32), fetch)
+        labels = self.propose(query, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
         get = block.slots.get
-        slots = np.fromiter((get(label, -1) for label in labels[0].tolist()), dtype=np.int64, count=fetch)
+        slots = np.fromiter((get(label, -1) for label in labels.tolist()), dtype=np.int64, count=len(labels))
         slots = np.unique(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
         if mask is not None:
             slots = slots[mask[slots]]
@@ -132,70 +173,72 @@ class ScopeIndex:
             slots, sims = slots[top], sims[top]
         return slots, sims
 
-    def _catch_up(self, block: _ScopeBlock) -> None:
+    def _catch_up(self) -> None:
         if not self.pending:
             return
-        slots = np.fromiter((s for r in self.pending if (s := block.slots.get(r)) is not None), dtype=np.int64)
+        ids, vectors = self.rows.vectors_of(self.pending)
         self.pending.clear()
-        if len(slots):
+        if len(ids):
             with self.mutex:
-                self.index.add_with_ids(np.ascontiguousarray(block.matrix[slots]), block.rowids[slots].copy())
-            self.held += len(slots)
+                self.index.add_with_ids(np.ascontiguousarray(vectors), ids)
+            self.held += len(ids)
 
-    def _maybe_rebuild(self, block: _ScopeBlock) -> None:
+    def _maybe_rebuild(self) -> None:
         if self.builder is None and (self.dead > DEAD_SHARE * self.held
-                                     or block.size > GROWTH * self.trained_rows):
-            self.start_build(block)
+                                     or self.rows.size > GROWTH * self.trained_rows):
+            self.start_build()
 
     # -- building, loading, saving ------------------------------------------------------------
-    def start_build(self, block: _ScopeBlock) -> None:
-        """Build a new index from the block in a background thread; searches use the old one (or
+    def start_build(self) -> None:
+        """Build a new index from the rows in a background thread; searches use the old one (or
         scan exactly) until it is done."""
-        self.builder = threading.Thread(target=self._build, args=(block,), name="polymem-ann-build", daemon=True)
+        self.builder = threading.Thread(target=self._build, name="polymem-ann-build", daemon=True)
         self.builder.start()
 
-    def _build(self, block: _ScopeBlock) -> None:
-        lock = self.owner.lock
+    def _build(self) -> None:
+        lock, rows = self.owner.lock, self.rows
         started = time.perf_counter()
         try:
             with lock:
-                n = block.size
+                n = rows.size
                 if self.owner.closed or n == 0:
                     return
                 step = max(1, n // 65_536)  # train on a spread sample of at most 64k rows
-                sample = np.ascontiguousarray(block.matrix[:n:step])
+                parts = rows.parts()
+                sample = np.ascontiguousarray(np.concatenate([b.matrix[:b.size:step] for b in parts]))
                 self.noted_while_building.clear()
             index = _new_index(sample)
             del sample
-            added, start = [], 0
-            while True:
-                with lock:
-                    if self.owner.closed:
-                        return
-                    if start >= block.size:
-                        break
-                    ids = block.rowids[start:start + _CHUNK].copy()
-                    vectors = np.ascontiguousarray(block.matrix[start:start + _CHUNK])
-                index.add_with_ids(vectors, ids)
-                added.append(ids)
-                start += len(ids)
+            added = []
+            for block in parts:
+                start = 0
+                while True:
+                    with lock:
+                        if self.owner.closed:
+                            return
+                        if start >= block.size:
+                            break
+                        ids = block.rowids[start:min(block.size, start + _CHUNK)].copy()
+                        vectors = np.ascontiguousarray(block.matrix[start:start + len(ids)])
+                    index.add_with_ids(vectors, ids)
+                    added.append(ids)
+                    start += len(ids)
             held = np.concatenate(added) if added else np.zeros(0, dtype=np.int64)
             with lock:
-                # rows a delete moved into a slot already read, and rows changed meanwhile
-                live = block.rowids[: block.size]
+                # rows a delete moved into a slot already read, rows of blocks begun since, rows changed meanwhile
+                live = rows.live_ids()
                 self.pending = self.noted_while_building | set(live[~np.isin(live, held)].tolist())
                 with self.mutex:
                     self.index = index
                 self.held, self.dead, self.trained_rows = len(held), 0, n
-                self._catch_up(block)
+                self._catch_up()
                 seq = self.cache.seq
             self.build_seconds = time.perf_counter() - started
             self.save(seq)
         finally:
             self.builder = None
 
-    def load(self, conn: sqlite3.Connection, block: _ScopeBlock, scope: tuple[str, str | None],
-             model_id: str | None) -> bool:
+    def load(self, conn: sqlite3.Connection, model_id: str | None) -> bool:
         """Take in the newest saved index of this scope, brought up to date; False when there is
         none or it cannot be read (then it is deleted)."""
         import faiss
@@ -203,19 +246,20 @@ class ScopeIndex:
         for path, seq in self.owner.files(self.key):
             try:
                 index = faiss.read_index(str(path))
-                if index.d != block.matrix.shape[1] or not isinstance(index, faiss.IndexIVFScalarQuantizer):
+                if index.d != self.rows.dimension or not isinstance(index, faiss.IndexIVFScalarQuantizer):
                     raise ValueError("another kind of index")
             except (RuntimeError, ValueError, OSError):
                 with contextlib.suppress(OSError):
                     path.unlink()
                 continue
-            index.nprobe = PROBES
+            index.nprobe = probes(index.nlist)
             ids = _ids(index)
-            live = block.rowids[: block.size]
+            live = self.rows.live_ids()
             present = np.isin(live, ids)
+            where, params = self.rows.scope_sql()
             changed = [row[0] for row in conn.execute(
-                "SELECT rowid FROM memories WHERE seq > ? AND namespace = ? AND user_id IS ? AND status = 'active' "
-                "AND embedding_model IS ?", (seq, scope[0], scope[1], model_id))]
+                f"SELECT rowid FROM memories WHERE seq > ? AND {where} AND status = 'active' "
+                "AND embedding_model IS ?", (seq, *params, model_id))]
             self.pending.update(live[~present].tolist())
             self.pending.update(changed)
             self.index, self.held = index, len(ids)
@@ -255,13 +299,73 @@ def _ids(index: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+class Span:
+    """Every block of one namespace seen as one `Rows`: what a recall over every user searches."""
+
+    def __init__(self, cache: _VectorCache, namespace: str) -> None:
+        self.cache, self.namespace = cache, namespace
+        self.ann: ScopeIndex | None = None
+
+    def parts(self) -> list[_ScopeBlock]:
+        return [block for (namespace, _), block in self.cache.blocks.items() if namespace == self.namespace]
+
+    @property
+    def size(self) -> int:
+        return sum(block.size for block in self.parts())
+
+    @property
+    def dimension(self) -> int:
+        return max((block.dimension for block in self.parts()), default=0)
+
+    def live_ids(self) -> np.ndarray:
+        return np.concatenate([block.rowids[:block.size] for block in self.parts()] or [np.zeros(0, np.int64)])
+
+    def _where(self, rowid: int) -> tuple[_ScopeBlock, int] | None:
+        """The block and slot of a row of this namespace the process holds (None: deleted, or
+        another namespace's: rowids are reused)."""
+        key = self.cache.where.get(rowid)
+        if key is None or key[0] != self.namespace:
+            return None
+        block = self.cache.blocks[key]
+        return block, block.slots[rowid]
+
+    def vectors_of(self, rowids: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        found = [(rowid, place) for rowid in rowids if (place := self._where(rowid)) is not None]
+        if not found:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
+        return (np.array([rowid for rowid, _ in found], dtype=np.int64),
+                np.stack([block.matrix[slot] for _, (block, slot) in found]))
+
+    def scope_sql(self) -> tuple[str, tuple[Any, ...]]:
+        return "namespace = ?", (self.namespace,)
+
+    def best(self, query: np.ndarray, now_us: int, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rowids and exact products of the best `limit` unexpired rows of the namespace the index
+        proposes, or None (no index yet, or too few proposals left: search exactly)."""
+        ann = self.ann
+        if ann is None or ann.index is None or not ann.held:
+            return None
+        ids, rows = [], []
+        for label in dict.fromkeys(ann.propose(query, int(limit * 1.25) + FETCH_MARGIN).tolist()):
+            place = self._where(label)
+            if place is not None and place[0].expire[place[1]] > now_us:
+                ids.append(label)
+                rows.append(place[0].matrix[place[1]])
+        if len(ids) < limit:
+            return None
+        sims = np.stack(rows) @ np.asarray(query, dtype=np.float32)
+        top = np.argsort(-sims)[:limit]
+        return np.array(ids, dtype=np.int64)[top], sims[top]
+
+
 class Indexes:
     """The approximate indexes of one store's scopes: in `folder` (None: kept in memory only)."""
 
     def __init__(self, folder: Path | None, lock: Any, read_only: bool) -> None:
         self.folder, self.lock, self.read_only = folder, lock, read_only
         self.closed = False
-        self.scopes: dict[tuple[str | None, str, str | None], ScopeIndex] = {}
+        # (model, namespace, user_id, every user of the namespace)
+        self.scopes: dict[tuple[str | None, str, str | None, bool], ScopeIndex] = {}
 
     def files(self, key: str) -> list[tuple[Path, int]]:
         """This scope's saved indexes, newest first."""
@@ -274,16 +378,27 @@ class Indexes:
         return sorted(found, key=lambda item: -item[1])
 
     def attach(self, conn: sqlite3.Connection, cache: _VectorCache) -> None:
-        """Give every block of `ANN_ROWS` rows or more its index: loaded from its file, else built
+        """Give every block of `ANN_ROWS` rows or more its index, and every namespace read whole
+        with `ANN_ROWS` rows in more than one block its span's: loaded from its file, else built
         in the background (called with the store's lock held, after the cache is current)."""
         for (namespace, user_id), block in cache.blocks.items():
-            if block.ann is not None or block.size < ANN_ROWS:
+            if block.ann is None and block.size >= ANN_ROWS:
+                block.ann = self._index((cache.model_id, namespace, user_id, False), block, cache, conn)
+        for namespace in cache.namespaces:
+            if namespace in cache.spans:
                 continue
-            scope = (cache.model_id, namespace, user_id)
-            key = hashlib.sha256(f"{_FORMAT}\x00{scope!r}".encode()).hexdigest()[:24]
-            ann = self.scopes[scope] = block.ann = ScopeIndex(self, key, block, cache)
-            if not ann.load(conn, block, (namespace, user_id), cache.model_id):
-                ann.start_build(block)
+            span = Span(cache, namespace)
+            if len(span.parts()) > 1 and span.size >= ANN_ROWS:
+                cache.spans[namespace] = span
+                span.ann = self._index((cache.model_id, namespace, None, True), span, cache, conn)
+
+    def _index(self, scope: tuple[str | None, str, str | None, bool], rows: Rows, cache: _VectorCache,
+               conn: sqlite3.Connection) -> ScopeIndex:
+        key = hashlib.sha256(f"{_FORMAT}\x00{scope!r}".encode()).hexdigest()[:24]
+        ann = self.scopes[scope] = ScopeIndex(self, key, rows, cache)
+        if not ann.load(conn, cache.model_id):
+            ann.start_build()
+        return ann
 
     @property
     def building(self) -> bool:
@@ -306,6 +421,6 @@ class Indexes:
             if scope.index is None or scope.changed_since_save <= SAVE_AFTER * max(1, scope.held):
                 continue
             with self.lock:
-                scope._catch_up(scope.block)
+                scope._catch_up()
                 seq = scope.cache.seq
             scope.save(seq)

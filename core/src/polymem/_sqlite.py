@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from ._ann import Indexes, ScopeIndex
+from ._ann import Indexes, ScopeIndex, Span
 from ._backend import (
     COMMON_TERM_DOCS,
     Backend,
@@ -401,9 +401,10 @@ class _ScopeBlock:
     """
 
     __slots__ = ("size", "slots", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale", "any_stale",
-                 "agents", "categories", "expire", "_codes", "ann")
+                 "agents", "categories", "expire", "_codes", "ann", "scope")
 
-    def __init__(self) -> None:
+    def __init__(self, scope: tuple[str, str | None]) -> None:
+        self.scope = scope  # (namespace, user_id)
         self.size = 0
         self.slots: dict[int, int] = {}
         self.rowids = np.zeros(0, dtype=np.int64)
@@ -484,6 +485,24 @@ class _ScopeBlock:
         vector: np.ndarray = self.matrix[self.slots[rowid]]
         return vector
 
+    # -- as the rows of its approximate index (`_ann.Rows`) -------------------------------------
+    @property
+    def dimension(self) -> int:
+        return int(self.matrix.shape[1])
+
+    def parts(self) -> builtins.list[_ScopeBlock]:
+        return [self]
+
+    def live_ids(self) -> np.ndarray:
+        return self.rowids[: self.size]
+
+    def vectors_of(self, rowids: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        slots = np.fromiter((s for r in rowids if (s := self.slots.get(r)) is not None), dtype=np.int64)
+        return self.rowids[slots].copy(), self.matrix[slots]
+
+    def scope_sql(self) -> tuple[str, tuple[Any, ...]]:
+        return "namespace = ? AND user_id IS ?", self.scope
+
     def _quantize_stale(self) -> None:
         if not self.any_stale:
             return
@@ -548,6 +567,7 @@ class _VectorCache:
         self.foreign = foreign
         self.users: set[tuple[str, str | None]] = set()
         self.namespaces: set[str] = set()
+        self.spans: dict[str, Span] = {}  # namespaces with an index over every user's rows (`_ann.Span`)
 
     def holds(self, namespace: str, user_id: str | None, all_users: bool) -> bool:
         """Whether this scope's vectors have been read (and are kept current)."""
@@ -580,14 +600,20 @@ class _VectorCache:
         for key, scope_rows in kept.items():
             block = self.blocks.get(key)
             if block is None:
-                block = self.blocks[key] = _ScopeBlock()
+                block = self.blocks[key] = _ScopeBlock(key)
             block.put(scope_rows)
+            span = self.spans.get(key[0])
+            if span is not None and span.ann is not None:
+                span.ann.changed([row[0] for row in scope_rows])
 
     def _forget(self, rowid: int) -> None:
         self.foreign.pop(rowid, None)
         key = self.where.pop(rowid, None)
         if key is not None:
             self.blocks[key].drop(rowid)
+            span = self.spans.get(key[0])
+            if span is not None and span.ann is not None:
+                span.ann.dropped()
 
     def scope_blocks(self, namespace: str, user_id: str | None, all_users: bool) -> builtins.list[_ScopeBlock]:
         if not all_users:
@@ -1175,6 +1201,10 @@ class SQLiteBackend(Backend):
                            allowed: np.ndarray | None) -> dict[int, float]:
         query = request.query_vector
         assert query is not None
+        span = cache.spans.get(request.namespace) if request.user_id is None else None
+        if span is not None and request.agent_id is None and request.category is None and allowed is None \
+                and (found := span.best(query, now_us, request.limit)) is not None:
+            return {int(rowid): float(sim) for rowid, sim in zip(*found)}
         found_ids: builtins.list[np.ndarray] = []
         found_sims: builtins.list[np.ndarray] = []
         for block in cache.scope_blocks(request.namespace, request.user_id, request.user_id is None):

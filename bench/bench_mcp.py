@@ -12,6 +12,11 @@ every path the same) and copies it for each process (this one, the stdio server,
 - with `--compare SRC` (repeatable), MCP over stdio again, its server run from another polymem source
   tree (`core/src` of a checkout of an earlier commit): the change's A/B in the same run.
 
+Then, where the stdio overhead goes, as CPU time of one thread (no pipes, no waiting for a core):
+the direct call; the same recall and a ping through the MCP server over in-memory streams (the SDK's
+server session, the tool call, the codec); and the SDK client's parse of the server's answer line, with
+the single JSON-RPC response model and `json.loads` beside it for scale.
+
 Each query goes through the four paths in turn (the machine's busy moments hit
 them alike); every client's time per call is its own wall clock. Prints a table
 (p50/p99, the p50 overhead over the direct call, and the median of the per-query
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -41,13 +47,16 @@ from pathlib import Path
 from typing import Any
 
 import _results
+import anyio
 import httpx
 import numpy as np
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 
 import polymem
+from polymem.mcp_server import Caller, build_server
 from polymem.server._auth import AuthStore, Database
 
 WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar running "
@@ -202,6 +211,72 @@ STDIO = "MCP stdio (polymem mcp, SDK client)"
 PING = "MCP stdio ping, no recall (the round trip between the processes)"
 
 
+def thread_ms(values: list[float]) -> float:
+    return float(np.median(np.array(values))) * 1000
+
+
+async def in_process(url: str, direct_url: str, qs: list[str], warmup: int, top_k: int) -> dict[str, float]:
+    """Each query as a direct call, then as a recall and a ping through the MCP server over in-memory
+    streams (its store on a copy of the file, so that neither warms the other's caches for the query):
+    this thread's CPU time per call, median. And the SDK client's parse of one recall answer."""
+    pieces: dict[str, list[float]] = {"direct": [], "recall": [], "ping": []}
+    answer = ""
+    with polymem.open(url, embedder=None) as store, polymem.open(direct_url, embedder=None) as direct:
+        async def run(op: Any) -> Any:
+            return store.execute(op)
+
+        who = Caller(run)
+        server = build_server(lambda _context: who)
+        to_server, server_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        server_out, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+
+        async def ask(i: int, method: str, params: dict[str, Any] | None = None) -> SessionMessage:
+            await to_server.send(SessionMessage(types.JSONRPCMessage(
+                types.JSONRPCRequest(jsonrpc="2.0", id=i, method=method, params=params))))
+            return await from_server.receive()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(server.run, server_in, server_out, server.create_initialization_options())
+            await ask(0, "initialize", {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                        "clientInfo": {"name": "bench", "version": "0"}})
+            await to_server.send(SessionMessage(types.JSONRPCMessage(
+                types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))))
+            for i, q in enumerate([*qs[:warmup], *qs]):
+                c0 = time.thread_time()
+                direct.recall(q, user_id="u0", top_k=top_k)
+                c1 = time.thread_time()
+                out = await ask(2 * i + 1, "tools/call", {"name": "recall_memories",
+                                                          "arguments": {"query": q, "user_id": "u0", "top_k": top_k}})
+                c2 = time.thread_time()
+                await ask(2 * i + 2, "ping")
+                c3 = time.thread_time()
+                direct.flush()  # both stores' recall bonuses, written untimed
+                store.flush()
+                if i >= warmup:
+                    for name, value in zip(pieces, (c1 - c0, c2 - c1, c3 - c2), strict=True):
+                        pieces[name].append(value)
+            answer = out.message.model_dump_json(by_alias=True, exclude_none=True)  # as the stdio server writes it
+            tasks.cancel_scope.cancel()
+
+    def parse_ms(parse: Callable[[], Any], n: int = 200) -> float:
+        times = []
+        for _ in range(n):
+            t0 = time.thread_time()
+            parse()
+            times.append(time.thread_time() - t0)
+        return thread_ms(times)
+
+    def client_parse() -> Any:  # what the SDK's stdio client and session do with each answer line
+        message = types.JSONRPCMessage.model_validate_json(answer)
+        assert isinstance(message.root, types.JSONRPCResponse)
+        return types.CallToolResult.model_validate(message.root.result)
+
+    return {"direct": thread_ms(pieces["direct"]), "recall": thread_ms(pieces["recall"]),
+            "ping": thread_ms(pieces["ping"]), "answer bytes": len(answer), "client parse": parse_ms(client_parse),
+            "response model": parse_ms(lambda: types.JSONRPCResponse.model_validate_json(answer)),
+            "json.loads": parse_ms(lambda: json.loads(answer))}
+
+
 def serve(path: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     _, token = AuthStore(Database(f"{path}.auth.db")).create_token("bench", "default", ["read", "write"])
     port = free_port()
@@ -240,7 +315,7 @@ def main() -> None:
         t0 = time.perf_counter()
         fill(path, args.size, args.users, rng)
         print(f"filled {args.size:,} memories in {time.perf_counter() - t0:.1f} s", flush=True)
-        copies = ["stdio", "served", *(f"compared{i}" for i in range(len(args.compare)))]
+        copies = ["stdio", "served", "inproc", "inproc-direct", *(f"compared{i}" for i in range(len(args.compare)))]
         for copy in copies:  # one file per process: none waits on another's bookkeeping
             shutil.copy(path, path.with_name(f"{copy}.db"))
         proc, base, token = serve(path.with_name("served.db"))
@@ -254,6 +329,9 @@ def main() -> None:
             proc.terminate()
             proc.wait(30)
         load_after = os.getloadavg()
+        pieces = anyio.run(in_process, f"sqlite:///{path.with_name('inproc.db')}",
+                           f"sqlite:///{path.with_name('inproc-direct.db')}", qs, warmup, args.top_k)
+        load_pieces = os.getloadavg()
     direct = ms(rows[0][1].wall, 50)
 
     def paired(m: Measured) -> float:
@@ -278,6 +356,19 @@ def main() -> None:
             f"{' / '.join(f'{x:.2f}' for x in load_after)} after")
     print(verdict)
     print(load)
+    where = "\n".join([
+        "| where, in one process (this thread's CPU time per call, median) | ms |", "|---|---:|",
+        f"| direct call | {pieces['direct']:.3f} |",
+        f"| recall through the MCP server, in-memory streams | {pieces['recall']:.3f} |",
+        f"| of which the server's framing (SDK session, tool call, codec): the difference | "
+        f"{pieces['recall'] - pieces['direct']:+.3f} |",
+        f"| ping through the MCP server, in-memory streams | {pieces['ping']:.3f} |",
+        f"| the SDK client's parse of the recall answer ({pieces['answer bytes']:,.0f} bytes) | "
+        f"{pieces['client parse']:.3f} |",
+        f"| the same line through the response model alone | {pieces['response model']:.3f} |",
+        f"| the same line through json.loads | {pieces['json.loads']:.3f} |"])
+    print(where)
+    print(f"load average {' / '.join(f'{x:.2f}' for x in load_pieces)} after these")
     if not args.no_record:
         _results.append("MCP", "bench_mcp.py",
                         f". {args.size:,} memories ({args.users} user(s)), lexical mode, {args.queries} recalls per "
@@ -285,7 +376,8 @@ def main() -> None:
                         f"both processes spent on it (Linux /proc, 10 ms ticks summed over the calls); \"paired\": "
                         f"the median over the queries of (path − direct call) for the same query; the direct store's "
                         f"recall bonuses are written untimed after each of its calls. polymem {polymem.__version__}."
-                        f"\n\n{table}\n\n{verdict}; {load}.")
+                        f"\n\n{table}\n\n{verdict}; {load}.\n\n{where}\n\nLoad average after the in-process rows: "
+                        f"{' / '.join(f'{x:.2f}' for x in load_pieces)}.")
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from polymem.testing import MemoryConformance
+from polymem import InvalidInput
+from polymem.testing import MemoryConformance, call
 
 from .conftest import Deployment
 
@@ -39,3 +41,9 @@ class TestHttpClient(MemoryConformance):
         yield factory
         for deployment in made:
             deployment.close()
+
+    def test_infinite_filter_bounds_lie_beyond_every_number_and_nan_equals_nothing(self, mem: Any) -> None:
+        """JSON has no infinity or NaN: over HTTP such a filter value is a typed error before anything is sent."""
+        for bound in (math.inf, -math.inf, math.nan):
+            with pytest.raises(InvalidInput, match="cannot send"):
+                call(mem.list(user_id="ann", filter={"metadata.price": {"$lt": bound}}))

@@ -8,9 +8,10 @@ import builtins
 import functools
 import hashlib
 import json
+import math
 import struct
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, TypeVar, overload
 
@@ -225,6 +226,41 @@ def _pg_value(kind: str, value: Any) -> Any:
     return value
 
 
+def _jsonb_holds(value: Any) -> bool:
+    """Whether jsonb (and text) can hold `value`: no NUL character, no infinite or NaN number. No
+    stored value holds what they cannot, so such a filter value is compared without being sent."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return "\x00" not in value
+    if isinstance(value, (list, tuple)):
+        return all(_jsonb_holds(v) for v in value)
+    if isinstance(value, dict):
+        return all(_jsonb_holds(k) and _jsonb_holds(v) for k, v in value.items())
+    return True
+
+
+def _compile_unheld(c: Condition, column: str, params: builtins.list[Any]) -> tuple[str, builtins.list[Any]]:
+    """A comparison with a value jsonb cannot hold, as SQLite answers it: equal to nothing, and in
+    order, infinity beyond every number, NaN comparable with none, and a text with a NUL after its
+    part before the NUL (stored texts have none, so `x > "ab\\x00c"` holds exactly when `x > "ab"`)."""
+    value = c.value
+    if c.op in ("$eq", "$contains"):
+        return "FALSE", []
+    if c.op == "$ne":
+        return "TRUE", []
+    above = c.op in ("$gt", "$gte")
+    if isinstance(value, float):
+        if math.isnan(value) or (value > 0) == above:
+            return "FALSE", []
+        return f"jsonb_typeof({column}) = 'number'", params
+    prefix = value[:value.index("\x00")]
+    operator = ">" if above else "<="
+    if c.kind != "json":
+        return f"{column} {operator} %s", [prefix]
+    return (f"(jsonb_typeof({column}) = 'string' AND {column} {operator} %s::jsonb)", [*params, *params, json.dumps(prefix)])
+
+
 def _compile_pg(c: Condition, alias: str) -> tuple[str, builtins.list[Any]]:
     op, kind = c.op, c.kind
     column = f"{alias}.{c.field}"
@@ -232,6 +268,10 @@ def _compile_pg(c: Condition, alias: str) -> tuple[str, builtins.list[Any]]:
     if kind == "json":
         column = f"({alias}.metadata_j #> %s::text[])"
         params = [builtins.list(c.path)]
+    if kind in ("json", "text") and op in ("$in", "$nin"):
+        c = replace(c, value=[v for v in c.value if _jsonb_holds(v)])
+    elif kind in ("json", "text") and op != "$exists" and not _jsonb_holds(c.value):
+        return _compile_unheld(c, column, params)
     if op == "$exists":
         if kind == "entities":
             return f"cardinality({column}) {'>' if c.value else '='} 0", []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -260,6 +261,30 @@ class MemoryConformance:
         call(mem.save("Priced", user_id="ann", metadata={"price": 10}))
         assert len(call(mem.list(user_id="ann", filter={"metadata.price": {"$lt": 10**100}}))) == 1
         assert call(mem.list(user_id="ann", filter={"metadata.price": {"$gt": -(10**100), "$lt": 5}})) == []
+
+    def test_a_filter_value_with_a_nul_character_matches_as_no_stored_value_would(self, mem: Any) -> None:
+        call(mem.save("Public doc", user_id="ann", metadata={"access": "public"}))
+        call(mem.save("Private doc", user_id="ann", metadata={"access": "private"}))
+
+        def contents(filter: dict[str, Any]) -> list[str]:
+            return sorted(r.content for r in call(mem.list(user_id="ann", filter=filter)))
+
+        assert contents({"metadata.access": "public\x00' OR '1'='1"}) == []
+        assert contents({"metadata.access": {"$ne": "public\x00"}}) == ["Private doc", "Public doc"]
+        assert contents({"metadata.access": {"$in": ["public", "x\x00"]}}) == ["Public doc"]
+        assert contents({"metadata.access": {"$gt": "pri\x00vate"}}) == ["Private doc", "Public doc"]
+        assert contents({"metadata.access": {"$lte": "pu\x00"}}) == ["Private doc"]
+
+    def test_infinite_filter_bounds_lie_beyond_every_number_and_nan_equals_nothing(self, mem: Any) -> None:
+        for price in (10, 20):
+            call(mem.save(f"Priced {price}", user_id="ann", metadata={"price": price}))
+
+        def count(bounds: dict[str, float]) -> int:
+            return len(call(mem.list(user_id="ann", filter={"metadata.price": bounds})))
+
+        assert (count({"$lt": math.inf}), count({"$gt": -math.inf})) == (2, 2)
+        assert (count({"$gt": math.inf}), count({"$lte": -math.inf})) == (0, 0)
+        assert (count({"$eq": math.nan}), count({"$lt": math.nan})) == (0, 0)
 
     def test_metadata_filter_keys_may_hold_spaces(self, mem: Any) -> None:
         call(mem.save("Spaced", user_id="ann", metadata={"first name": "Ann"}))

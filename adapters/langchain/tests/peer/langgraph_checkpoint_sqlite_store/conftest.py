@@ -27,19 +27,6 @@ EXPECTED_FAILURES: dict[str, str] = {
                             "with polymem's recall score (the orders the test checks hold)",
 }
 
-# Findings on PostgreSQL (records there on both server backends): polymem's PostgreSQL filter dialect binds a
-# metadata value as JSON text cast to jsonb, which cannot carry a NUL character or a non-finite float.
-_NUL = ("PostgreSQL backend: a metadata filter value with a NUL character (\\x00) raises psycopg's "
-        "UntranslatableCharacter (jsonb cannot hold \\u0000) instead of matching nothing, as on SQLite")
-_NON_FINITE = ("PostgreSQL backend: a metadata filter value of float('inf') is sent as JSON `Infinity`, which jsonb "
-               "refuses (InvalidTextRepresentation), instead of comparing as on SQLite (every number < inf)")
-EXPECTED_FAILURES.update({
-    "test_sql_injection_filter_values[postgres]": _NUL,
-    "test_sql_injection_filter_values[redis]": _NUL,
-    "test_numeric_filter_safety[postgres]": _NON_FINITE,
-    "test_numeric_filter_safety[redis]": _NON_FINITE,
-})
-
 NOT_APPLICABLE: dict[str, str] = {
     "test_nonnull_migrations": "checks SqliteStore's own SQL migrations",
     "test_escape_glob_literal": "checks a SqliteStore SQL helper",

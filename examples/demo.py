@@ -67,7 +67,7 @@ def main() -> None:
 
     say("\n4. Later, a duplicate and a change of mind arrive:")
     clock.advance(days=1)
-    dup = mem.save("I like blue!", user_id="xiaoming", agent_id="demo", category="preference")
+    dup = mem.save("I really like blue.", user_id="xiaoming", agent_id="demo", category="preference")
     change = mem.save("My favourite colour is now black", user_id="xiaoming", agent_id="demo", category="preference")
     say(f"    + {dup.content!r}\n    + {change.content!r}")
     report = mem.consolidate()

@@ -428,6 +428,68 @@ def fill(mem: polymem.Memory, clock: FakeClock, convs: Sequence[Conversation], v
                           user_id=conv.sample_id, vectors=np.stack([vectors[t.text] for t in turns]))
 
 
+# -- calibration: what the default relevance threshold lets through -----------------------------------
+INJECTED = 5  # what an adapter injects per turn (their default top_k)
+SWEEP = (0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.25, 0.3)
+
+
+def run_calibration(convs: Sequence[Conversation], vectors: dict[str, np.ndarray], qvectors: dict[str, np.ndarray],
+                    embedder: Any, ask_after: timedelta, folder: Path) -> dict[str, Any]:
+    """(a) no-answer probes: each conversation's questions asked of the next conversation's user,
+    as an adapter asks (top_k 5, no `min_relevance` of its own): the share for which nothing is
+    injected. (b) answerable questions (categories 1-4) of their own conversation: of the
+    evidence turns the ranking (the same recall with `min_relevance=0`) puts in the first 5, the
+    share still injected under the default threshold. Reinforcement off, so that no probe changes
+    what another sees; the sweep reads the same recalls' relevances at other thresholds."""
+    clock = FakeClock(datetime(2020, 1, 1, tzinfo=timezone.utc))
+    policy = ScoringPolicy(reinforce=False)
+    empty = probes = kept = ranked = 0
+    best_probe: list[float] = []  # per probe, the best relevance among its candidates
+    ranked_relevances: list[float] = []  # per evidence turn ranked in the first 5, its relevance
+    with polymem.open(f"sqlite:///{folder / 'calibration.db'}", embedder=embedder, clock=clock,
+                      scoring=policy) as mem:
+        fill(mem, clock, convs, vectors)
+        for i, conv in enumerate(convs):
+            other = convs[(i + 1) % len(convs)] if len(convs) > 1 else None
+            for q in conv.questions:
+                vector = qvectors[q.text]
+                if other is not None:
+                    clock.now = other.sessions[-1][0] + ask_after
+                    probes += 1
+                    empty += not mem.recall(q.text, user_id=other.sample_id, top_k=INJECTED, query_vector=vector)
+                    hits = mem.recall(q.text, user_id=other.sample_id, top_k=20, min_relevance=0, query_vector=vector)
+                    best_probe.append(max((h.relevance for h in hits), default=0.0))
+                if q.category == 5:
+                    continue
+                clock.now = conv.sessions[-1][0] + ask_after
+                top = [h for h in mem.recall(q.text, user_id=conv.sample_id, top_k=INJECTED, min_relevance=0,
+                                             query_vector=vector) if h.memory.metadata["dia_id"] in q.evidence]
+                injected = {h.memory.metadata["dia_id"] for h in mem.recall(
+                    q.text, user_id=conv.sample_id, top_k=INJECTED, query_vector=vector)}
+                ranked += len(top)
+                kept += sum(h.memory.metadata["dia_id"] in injected for h in top)
+                ranked_relevances += [h.relevance for h in top]
+    probe_best, evidence = np.asarray(best_probe), np.asarray(ranked_relevances)
+    return {"threshold": policy.min_relevance, "probes": probes, "evidence": ranked,
+            "a": empty / probes if probes else float("nan"), "b": kept / ranked if ranked else float("nan"),
+            "sweep": [(t, float(np.mean(probe_best < t)) if probes else float("nan"),
+                       float(np.mean(evidence >= t)) if ranked else float("nan")) for t in SWEEP]}
+
+
+def render_calibration(figures: dict[str, Any]) -> str:
+    lines = [f". Default threshold (`ScoringPolicy.min_relevance`) {figures['threshold']:g}; {figures['probes']:,} "
+             f"no-answer probes (each conversation's questions asked of the next conversation's user), "
+             f"{figures['evidence']:,} evidence turns ranked in the first {INJECTED} of answerable questions "
+             "(categories 1-4), reinforcement off. (a) share of probes for which nothing is injected (target "
+             f">= 0.80); (b) share of those evidence turns still injected (top_k {INJECTED}; target >= 0.90).\n",
+             "| threshold | (a) probes with nothing injected | (b) ranked evidence still injected |",
+             "|---:|---:|---:|",
+             f"| **{figures['threshold']:g} (default, measured through recall)** | **{figures['a']:.3f}** | "
+             f"**{figures['b']:.3f}** |"]
+    lines += [f"| {t:g} | {a:.3f} | {b:.3f} |" for t, a, b in figures["sweep"]]
+    return "\n".join(lines) + "\n"
+
+
 # -- metrics ----------------------------------------------------------------------------------------
 def score(ranked: Sequence[str], evidence: frozenset[str]) -> dict[str, float]:
     out = {f"R@{k}": len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
@@ -462,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--experiments", action="store_true", help="also measure candidate core changes")
     parser.add_argument("--variants", nargs="+", metavar="TEXT",
                         help="only the polymem variants whose name contains one of these")
+    parser.add_argument("--calibration", action="store_true",
+                        help="also measure what the default relevance threshold injects (no-answer probes, "
+                             "answerable questions)")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
@@ -513,6 +578,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rankings[variant.name] = run_polymem(convs, vectors, qvectors, table, variant, after, Path(tmp))
             timings[variant.name] = time.perf_counter() - t0
             print(f"done {variant.name} ({timings[variant.name]:.1f} s)", flush=True)
+        calibration = run_calibration(convs, vectors, qvectors, table, timedelta(days=args.ask_after_days),
+                                      Path(tmp)) if args.calibration else None
     figures = {name: summarise(convs, r) for name, r in rankings.items()}
     n_questions = sum(len(c.questions) for c in convs)
     dropped = sum(c.dropped for c in convs)
@@ -523,6 +590,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps(figures, indent=1))
     if not args.no_record:
         record(Path(__file__).parent / "RESULTS.md", text)
+    if calibration is not None:
+        body = render_calibration(calibration)
+        print(body)
+        if args.json:
+            args.json.write_text(json.dumps({**figures, "calibration": calibration}, indent=1))
+        if not args.no_record:
+            import _results  # beside this script (imported here: the tests load this module by its path)
+
+            _results.append("LoCoMo relevance calibration", "bench_locomo.py",
+                            f" (load {_results.load_average()})" + body)
     return 0
 
 

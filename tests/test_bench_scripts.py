@@ -80,9 +80,10 @@ def test_locomo_metrics() -> None:
 def test_locomo_runs_on_a_tiny_conversation(tmp_path: Path) -> None:
     data = tmp_path / "tiny_locomo.json"
     data.write_text(json.dumps(TINY_LOCOMO))
-    out = _run([str(BENCH / "bench_locomo.py"), "--data", str(data), "--no-record", "--json",
+    out = _run([str(BENCH / "bench_locomo.py"), "--data", str(data), "--no-record", "--calibration", "--json",
                 str(tmp_path / "q.json")], tmp_path)
     assert "1 dropped" in out and "4 questions" in out
+    assert "(a) probes with nothing injected" in out  # one conversation: no probes, the answerable ones only
     figures = json.loads((tmp_path / "q.json").read_text())
     for method in ("BM25", "dense (MiniLM cosine)", "RRF(BM25, dense), k=60", "polymem default",
                    "polymem no decay/reinforce"):

@@ -124,7 +124,7 @@ def test_a_term_in_most_of_one_users_memories_weighs_less_for_that_user_than_a_t
         for n in range(8):
             mem.save(f"Alice said hello on day {n}", user_id="alice")
         garden = mem.save("The garden needs water", user_id="alice")
-        hits = mem.recall("Alice garden", user_id="alice")
+        hits = mem.recall("Alice garden", user_id="alice", min_relevance=0)
     assert hits[0].memory.memory_id == garden.memory_id
     assert len(hits) == 9
 
@@ -136,7 +136,7 @@ def test_a_store_of_one_user_ranks_exactly_as_fts5s_own_bm25(tmp_path: Path) -> 
         for n in range(6):
             mem.save(f"Lesson notes {n}: practise the scales of the lesson", user_id="u")
         mem.save("Violin strings ordered", user_id="u")
-        ranks = {hit.memory.content: hit.text_rank for hit in mem.recall("violin lesson", user_id="u")}
+        ranks = {hit.memory.content: hit.text_rank for hit in mem.recall("violin lesson", user_id="u", min_relevance=0)}
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT m.content, bm25(memory_fts, 0.0, 1.0) FROM memory_fts f JOIN memories m "
                             "ON m.rowid = f.rowid WHERE memory_fts MATCH 'body : (violin OR lesson)'").fetchall()

@@ -317,8 +317,11 @@ class RecordStore(ABC):
     def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
 
     @abstractmethod
-    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(memories in the full-text index, how many hold each term), as the search weighs terms."""
+    def document_frequencies(self, namespace: str, terms: Sequence[str],
+                             user_id: str | None = None) -> tuple[int, dict[str, int]]:
+        """(memories in the full-text index, how many hold each term), as the search weighs terms;
+        with `user_id`, of that user's memories where the store keeps them apart (else the index's),
+        leaving out the terms no memory holds."""
 
     @abstractmethod
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int:
@@ -498,7 +501,8 @@ class AsyncRecordStore(ABC):
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
 
     @abstractmethod
-    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
+    def document_frequencies(self, namespace: str, terms: Sequence[str],
+                             user_id: str | None = None) -> tuple[int, dict[str, int]]: ...
 
     @abstractmethod
     async def count_foreign_vectors(self, namespace: str, model_id: str | None) -> int: ...

@@ -102,7 +102,7 @@ from ._storage import (
     Update,
     WrittenSince,
 )
-from ._text import DEFAULT_LANGUAGE, content_hash, numbers_with_units, query_terms, terms
+from ._text import DEFAULT_LANGUAGE, content_hash, is_broad, named_terms, numbers_with_units, query_terms, terms
 from ._time import Clock, from_iso, require_aware
 
 log = logging.getLogger("polymem")
@@ -711,10 +711,14 @@ class Engine:
         # A caller's own threshold replaces polymem's judgement of what is relevant at all, so
         # `min_relevance=0` ranks everything in scope: k results where k exist, as a vector
         # store or a framework's list memory promises.
-        admit_all = min_relevance is not None
+        # A broad question ("what do you know about me?") names nothing: every memory in scope is what it
+        # asks for, ranked by its score, and no threshold of polymem's cuts it (the caller's still does).
+        broad = is_broad(query, self.language)
+        admit_all = min_relevance is not None or broad
         # Without a threshold to filter by, only each ranking's best `best` can be among the merged best.
         best = None if min_relevance is not None else max(top_k, depth)
         rankings = []
+        best_text: builtins.list[Candidate | None] = []  # each query's best full-text match
         for vector, terms_of_query in zip(vectors, terms_of_queries):
             if now_only:
                 request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
@@ -726,19 +730,36 @@ class Engine:
                     max(CANDIDATES, top_k), everything=min_relevance == 0 and vector is None)
             rankings.append(self.rank(candidates, now, vector_mode=vector is not None, admit_all=admit_all,
                                       explain=explain, best=best))
+            best_text.append(max((c for c in candidates if c.text_rank is not None),
+                                 key=lambda c: c.text_rank or 0.0, default=None))
         hits, found_by = merge_by_score(rankings)
-        if min_relevance is not None:
-            hits = [h for h in hits if h.relevance >= min_relevance]
+        cut = min_relevance if min_relevance is not None else None if broad else self.scoring.min_relevance
+        if cut:  # calibration below only lowers a relevance: what is under the cut now stays under
+            hits = [h for h in hits if h.relevance >= cut]
         hits = hits[:max(top_k, depth)]
         # Until here a hit may carry its bare candidate (see `rank`): the top k are fetched whole.
         stand_ins: set[str] = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
+        # The calibration below reads the best text matches too (one fetch with the top k).
+        texts = {} if broad else {c.id: c.record for c in best_text if c is not None}
+        texts.update((h.memory.memory_id, h.memory) for h in hits
+                     if h.memory.memory_id in texts and isinstance(h.memory, MemoryRecord))
+        unread = {i for i, r in texts.items() if r is None} - stand_ins
+        records = {}
+        if stand_ins or unread:
+            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(stand_ins | unread)))}
+            texts.update((i, records.get(i)) for i, r in texts.items() if r is None)
         if stand_ins:
-            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(stand_ins)))}
             hits = [h if h.memory.memory_id not in stand_ins else
                     RecallHit(records[h.memory.memory_id], h.score, h.relevance, h.similarity, h.text_rank,
                               h.live_score, h.explanation)
                     for h in hits if h.memory.memory_id not in stand_ins or h.memory.memory_id in records]
-        if admit_all and len(hits) < top_k and min_relevance == 0 and now_only:
+        if not broad:
+            best_records = [None if c is None else texts.get(c.id) for c in best_text]
+            hits = yield from self._calibrate(hits, terms_of_queries, [named_terms(q, self.language) for q in queries],
+                                              found_by, user_id, best_records)
+            if cut:
+                hits = [h for h in hits if h.relevance >= cut]
+        if admit_all and len(hits) < top_k and not cut and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         withheld = {h.memory.memory_id: reasons for h in hits
                     if (reasons := self.guard.reasons(h.memory, blocked))}
@@ -761,6 +782,61 @@ class Engine:
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield Reinforce(self.namespace, bonuses, now)
         return RecallResult(hits, withheld_summary(withheld))
+
+    def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
+                   names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,
+                   best: Sequence[MemoryRecord | None]) -> Plan:
+        """The hits with absolute relevances, in recall's order again.
+
+        The search ranks text matches relative to the best one (BM25 over the best match's
+        BM25), so the best of a weak lot would rank 1. Each query's ranks are scaled by how much of
+        it its best match covers: the inverse document frequencies (among the user's memories) of
+        the query terms that match holds, over those of all the query's terms. A match holding
+        every term thus keeps its rank, and one that holds only a word most of the user's memories
+        hold, of a query whose other words none holds, almost nothing of it: the ranks become
+        BM25 relative to an ideal match of the query (each of its terms once) instead of the
+        best match there happens to be.
+
+        A query naming someone or something (`named_terms`) that none of the user's memories
+        mention asks about what they do not know: its hits' relevances are scaled by
+        `ScoringPolicy.grounding` of the share of its names they know (a cosine alone cannot tell
+        "what did Ann paint?" from "what did Bo paint?")."""
+        # The person asked about is the scope's user: their own name is known, whether or not
+        # their memories (often said in the first person) spell it.
+        own = set(terms(user_id, language=self.language)) if user_id else set()
+        names = [[t for t in named if t not in own] for named in names]
+        wanted = builtins.list(dict.fromkeys(t for query in (*queries, *names) for t in query))
+        if not wanted or all(h.text_rank is None for h in hits) and not any(names):
+            return hits
+        # A word no memory of the store holds (the question's own phrasing: "any peanuts in the
+        # satay?") tells no memory apart: it is left out of the query's weights.
+        rows, docs = yield DocumentFrequencies(self.namespace, wanted, user_id)
+        idf = {t: bm25_idf(rows, docs[t]) for t in wanted if t in docs}
+        policy = self.scoring
+        scales = [1.0 if record is None else policy.coverage(set(terms(record.content, language=self.language)),
+                                                              {t: idf[t] for t in query if t in idf})
+                  for query, record in zip(queries, best)]
+        grounds = [policy.grounding(sum(docs.get(t, 0) > 0 for t in named) / len(named)) if named else 1.0
+                   for named in names]
+        vector_mode = self.embedder is not None
+        out = []
+        for hit in hits:
+            index = found_by.get(hit.memory.memory_id, 0)
+            if hit.text_rank is None and grounds[index] == 1.0:
+                out.append(hit)
+                continue
+            text = None if hit.text_rank is None else hit.text_rank * scales[index]
+            relevance = (policy.fuse(hit.similarity, text) if vector_mode else text or 0.0) * grounds[index]
+            score = policy.blend(relevance, hit.live_score)
+            if hit.explanation is not None:
+                if text is not None:
+                    hit.explanation["text"]["coverage"] = scales[index]
+                hit.explanation["relevance"]["value"] = relevance
+                hit.explanation["relevance"]["grounding"] = grounds[index]
+                hit.explanation["score"] = score
+            out.append(replace(hit, score=score, relevance=relevance))
+        out.sort(key=hit_order)
+        return out
 
     def _rerank_depth(self, rerank: Any, rerank_top: Any) -> int:
         """How many candidates this recall's reranker sees (0: no rerank)."""

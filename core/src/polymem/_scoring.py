@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -25,13 +25,16 @@ class ScoringPolicy:
     live = base · 0.5^(Δt / half_life) + min(access_cap, access_step · access_count), capped at 1,
     where Δt runs from the last access (or the creation) to now.
 
-    A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank (BM25
-    relative to the best match), and its score that relevance times
-    (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md) vector weights from 0.3
-    to 0.5, or a cosine normalised over the candidates, rank alike; the raw cosine keeps relevance
-    comparable across queries (`min_relevance`). With live_weight 0.15 the live score reorders
-    memories of similar relevance only: one less than 0.85 times as relevant as another never
-    ranks above it.
+    A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank, where
+    the rank is BM25 relative to an ideal match of the query (the best match's BM25 ratio times
+    its `coverage` of the query's term weights), times the query's `grounding`; its score is
+    that relevance times (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md)
+    vector weights from 0.3 to 0.5, or a cosine normalised over the candidates, rank alike; the
+    raw cosine and the absolute text rank keep relevance comparable across queries, so that
+    `min_relevance` (the threshold a recall applies when its caller gives none, which the
+    adapters inject by) means the same for every query. With live_weight 0.15 the live score
+    reorders memories of similar relevance only: one less than 0.85 times as relevant as another
+    never ranks above it.
     """
 
     base_by_source: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BASE_BY_SOURCE))
@@ -48,12 +51,15 @@ class ScoringPolicy:
     relative_floor: float = 0.15
     relative_margin: float = 0.1
     vector_weight: float = 0.4
+    min_relevance: float = 0.12
+    unknown_name_floor: float = 0.15
     archive_below: float = 0.05
     merge_similarity: float = 0.92
     contradiction_similarity: float = 0.55
 
     def __post_init__(self) -> None:
-        for name in ("live_weight", "vector_weight", "min_similarity", "archive_below", "merge_similarity"):
+        for name in ("live_weight", "vector_weight", "min_similarity", "min_relevance", "unknown_name_floor",
+                     "archive_below", "merge_similarity"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"ScoringPolicy.{name} must be in [0, 1], got {value}")
@@ -126,6 +132,18 @@ class ScoringPolicy:
         """The cosine a vector candidate needs to be admitted, given every candidate's (see `relevances`)."""
         best = max((sim for sim in similarities if sim is not None), default=0.0)
         return min(self.min_similarity, max(self.relative_floor, best - self.relative_margin))
+
+    @staticmethod
+    def coverage(held: Collection[str], weights: Mapping[str, float]) -> float:
+        """The share of a query's term `weights` (inverse document frequencies) that a memory
+        holding the terms `held` covers (1 for a query without weighable terms)."""
+        total = sum(weights.values())
+        return sum(w for t, w in weights.items() if t in held) / total if total > 0 else 1.0
+
+    def grounding(self, known: float) -> float:
+        """The factor a query's relevances take when it names things of which the user's
+        memories know the share `known`: 1 when they know them all, `unknown_name_floor` when none."""
+        return self.unknown_name_floor + (1.0 - self.unknown_name_floor) * known
 
     def fuse(self, similarity: float | None, text_rank: float | None) -> float:
         """An admitted vector-mode candidate's relevance: cosine and full-text rank, weighted."""

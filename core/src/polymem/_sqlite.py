@@ -672,6 +672,10 @@ class SQLiteBackend(Backend):
         self._df_seq = 0
         self._fts_rows = (-1, 0)  # (seq, rows in the full-text index) when last read
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
+        # (scope, term) -> rows of the scope holding the term, as the last searches counted them at
+        # `_held_seq` (recall's calibration asks again right after its search: no statement then)
+        self._held: dict[tuple[str, str], int] = {}
+        self._held_seq = -1
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
     def _connect(self, target: str, uri: bool, busy_timeout_ms: int, durability: str) -> None:
@@ -1233,10 +1237,41 @@ class SQLiteBackend(Backend):
         order = np.argsort(-sims)[: request.limit]
         return {int(ids[i]): float(sims[i]) for i in order}
 
-    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def document_frequencies(self, namespace: str, terms: Sequence[str],
+                             user_id: str | None = None) -> tuple[int, dict[str, int]]:
         with self._read() as conn:
             seq = self._seq(conn)
-            return self._fts_row_count(conn, seq), self._document_frequencies(conn, terms, seq)
+            rows, docs = self._fts_row_count(conn, seq), self._document_frequencies(conn, terms, seq)
+            if user_id is None:
+                return rows, docs
+            scope = scope_token(namespace, user_id)
+            scope_rows, whole_table = self._scope_row_count(conn, scope, rows, seq)
+            if whole_table:
+                return rows, {t: n for t, n in docs.items() if n}
+            held = {}
+            for term in terms:
+                if not docs.get(term):
+                    continue
+                elif (count := self._held_count(seq, scope, term)) is not None:
+                    held[term] = count
+                elif docs[term] > COMMON_TERM_DOCS:  # too common to count: the scope's share of the table's
+                    held[term] = round(docs[term] * scope_rows / max(1, rows))
+                else:
+                    held[term] = self._count_held(conn, seq, scope, term)
+            return scope_rows, held
+
+    def _held_count(self, seq: int, scope: str, term: str) -> int | None:
+        return self._held.get((scope, term)) if self._held_seq == seq else None
+
+    def _count_held(self, conn: sqlite3.Connection, seq: int, scope: str, term: str) -> int:
+        """Rows of `scope` holding `term` (kept until the next write)."""
+        match = f'scope : "{scope}" AND body : "{term.replace(chr(34), chr(34) * 2)}"'
+        count = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (match,)).fetchone()[0])
+        if self._held_seq != seq:
+            self._held = {}
+            self._held_seq = seq
+        self._held[(scope, term)] = count
+        return count
 
     def _document_frequencies(self, conn: sqlite3.Connection, terms: Sequence[str], seq: int) -> dict[str, int]:
         """How many rows hold each term; cached (counting a common term reads its whole posting list)
@@ -1293,8 +1328,7 @@ class SQLiteBackend(Backend):
         # share be re-weighted by the scope's own frequency.
         for term in selective:
             match = f'scope : "{scope}" AND body : "{term.replace(chr(34), chr(34) * 2)}"'
-            in_scope = int(conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                                        (match,)).fetchone()[0])
+            in_scope = self._count_held(conn, seq, scope, term)
             if not in_scope:
                 continue
             reweight = fts5_idf(scope_rows, in_scope) / fts5_idf(table_rows, docs[term])

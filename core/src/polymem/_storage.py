@@ -173,12 +173,13 @@ class Search(StorageOp):
 
 @dataclass(frozen=True)
 class DocumentFrequencies(StorageOp):
-    """(memories in the full-text index, how many hold each term)."""
+    """(memories in the full-text index, how many hold each term); with `user_id`, of that user's memories."""
 
     method: ClassVar[str] = "document_frequencies"
     takes_value: ClassVar[bool] = False
     namespace: str
     terms: Sequence[str]
+    user_id: str | None = None
 
 
 @dataclass(frozen=True)

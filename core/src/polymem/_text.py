@@ -164,6 +164,39 @@ def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     return ordered
 
 
+def is_broad(text: str, language: str = DEFAULT_LANGUAGE) -> bool:
+    """Whether a query names nothing: every word of it a stopword or pronoun ("What do you know
+    about me?"). Such a question asks for whatever is known, so no memory is more relevant to it
+    than another by its words."""
+    stopwords = _stopwords(language)[0]
+    text = (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
+    tokens = _TOKEN_RE.findall(text)
+    return all(token.replace("’", "'").split("'")[0] in stopwords for token in tokens)
+
+
+# Capitalised in English, yet no one's name: a question about "next April" names no one.
+_CALENDAR = frozenset("""january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split())
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
+
+
+def named_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The terms of the names a query mentions: its capitalised words that do not start a
+    sentence and are neither acronyms, stopwords, months nor weekdays ("When did Caroline go to Paris
+    in May?" -> caroline, pari)."""
+    stopwords = _stopwords(language)[0]
+    found: dict[str, None] = {}
+    for match in _TOKEN_RE.finditer(text):
+        token = match.group(0)
+        # An acronym ("the DB", "my PR") names a kind of thing more often than someone.
+        if not token[:1].isupper() or token.isupper() or _SENTENCE_START_RE.search(text[:match.start()]):
+            continue
+        word = token.replace("’", "'").split("'")[0].casefold()
+        if word and word not in stopwords and word not in _CALENDAR:
+            found.setdefault(_term(word, language), None)
+    return list(found)
+
+
 def has_cjk(text: str) -> bool:
     return bool(_CJK_RE.search(text))
 

@@ -212,6 +212,9 @@ class MatchedTermOut(_Model):
 class TextRankOut(_Model):
     rank: float | None = Field(description="BM25 relative to the best full-text match, in [0, 1]; None: no match.")
     terms: list[MatchedTermOut] = Field(description="The query's terms this memory holds.")
+    coverage: float | None = Field(default=None, description=(
+        "The share of the query's term weights (inverse document frequencies among the user's memories) "
+        "this memory holds; relevance counts the rank times it. None: no full-text match."))
 
 
 class RelevanceOut(_Model):
@@ -220,6 +223,9 @@ class RelevanceOut(_Model):
     vector_weight: float | None = Field(description="Weight of the cosine (the full-text rank has 1 - it).")
     admitted_by: Literal["similarity", "text"]
     admit_similarity: float | None = Field(description="The cosine this recall's candidates needed without a text match.")
+    grounding: float | None = Field(default=None, description=(
+        "The factor the relevance took for the names the query mentions that the user's memories do not "
+        "(1: they know them all; None: the query names nothing)."))
 
 
 class LiveOut(_Model):

@@ -81,10 +81,13 @@ class PostgresStore:
                 results.append((yield from getattr(self.plans, op.method)(*op.args())))
         return results
 
-    def document_frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """As the search weighs terms: the planner's statistics (a term not among the common ones counts as rare)."""
+    def document_frequencies(self, namespace: str, terms: Sequence[str],
+                             user_id: str | None = None) -> tuple[int, dict[str, int]]:
+        """As the search weighs terms: the planner's statistics (a term not among the common ones
+        counts as rare), the table's for every user."""
         statistics = self.plans.term_statistics
-        return statistics.rows, statistics.documents(terms)
+        docs = statistics.documents(terms)
+        return statistics.rows, docs if user_id is None else {t: n for t, n in docs.items() if n}
 
     def _pool_sizes(self, min_size: int, max_size: int | None) -> tuple[int, int]:
         return (int(self._options.get("pool_min_size", min_size)),

@@ -722,7 +722,9 @@ class MemoryConformance:
             why = hit.explanation
             relevance, live = why["relevance"], why["live"]
             weight = relevance["vector_weight"]
-            fused = weight * max(0.0, why["similarity"] or 0.0) + (1 - weight) * (why["text"]["rank"] or 0.0)
+            text = (why["text"]["rank"] or 0.0) * why["text"].get("coverage", 1.0)
+            fused = (weight * max(0.0, why["similarity"] or 0.0) + (1 - weight) * text) * \
+                (relevance.get("grounding") or 1.0)
             assert relevance["value"] == pytest.approx(fused) == pytest.approx(hit.relevance)
             assert live["decay_factor"] == pytest.approx(0.5 ** (live["age_days"] / live["half_life_days"]))
             assert live["value"] == pytest.approx(min(1.0, live["base"] * live["decay_factor"] + live["access_bonus"]))
@@ -744,7 +746,8 @@ class MemoryConformance:
         (hit,) = call(lexical.recall("What is my dog called?", user_id="ann", explain=True))
         why = hit.explanation
         assert why["relevance"]["mode"] == "lexical" and why["relevance"]["admitted_by"] == "text"
-        assert why["similarity"] is None and why["relevance"]["value"] == pytest.approx(why["text"]["rank"])
+        assert why["similarity"] is None and why["relevance"]["value"] == \
+            pytest.approx(why["text"]["rank"] * why["text"]["coverage"])
         assert {"dog", "call"} <= {t["term"] for t in why["text"]["terms"]}
 
     # -- time travel ------------------------------------------------------------------------

@@ -78,6 +78,9 @@ def _building_held(conninfo: str) -> Iterator[None]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (build_lock(MODEL),))
         yield
+        # Released here, not by closing: a closed connection's server process may still hold the
+        # lock for a moment while it exits, and a builder trying it then skips the model.
+        conn.execute("SELECT pg_advisory_unlock(%s)", (build_lock(MODEL),))
 
 
 @contextmanager

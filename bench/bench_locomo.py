@@ -17,6 +17,8 @@ Methods:
 - `polymem default`: `Memory.recall` as shipped (decay and reinforcement on, questions in
   dataset order, so earlier recalls reinforce what later ones see);
 - `polymem no decay/reinforce`: `ScoringPolicy(decay=False, reinforce=False)`;
+- `polymem without sitting context`: `ScoringPolicy(context_weight=0)`, each memory ranked by its own
+  relevance alone, not also by the best of the other memories written in its sitting (session);
 - with `--experiments`, variants measured through polymem's API without editing the core: a
   ScoringPolicy, an experimental `rank` on the engine, another analyzer (the core's term
   functions swapped for the run), another candidate count, or an experimental full-text
@@ -367,7 +369,8 @@ def patched(module: Any, values: dict[str, Any]) -> Iterator[None]:
 def variants(experiments: bool) -> list[Variant]:
     off = ScoringPolicy(decay=False, reinforce=False)
     out = [Variant("polymem default", ScoringPolicy()),
-           Variant("polymem no decay/reinforce", off)]
+           Variant("polymem no decay/reinforce", off),
+           Variant("polymem without sitting context (context_weight 0)", ScoringPolicy(context_weight=0.0))]
     if experiments:
         out += [
             Variant("exp: decay on, reinforce off", ScoringPolicy(reinforce=False)),

@@ -149,6 +149,8 @@ def _call(func: Callable[..., Any], *args: Any) -> Op:
 MAX_TOP_K = 1000
 CANDIDATES = 100
 RERANK_TOP = 20
+CONTEXT_POOL = 30
+"""The hits a recall weighs in context (see `Engine._in_context`) at least, whatever its top_k."""
 """The candidates a reranker sees by default: its cost per recall is bounded by `rerank_top`."""
 MAX_REWRITES = 5
 """The most query variants a recall searches (each costs one search)."""
@@ -716,7 +718,10 @@ class Engine:
         broad = is_broad(query, self.language)
         admit_all = min_relevance is not None or broad
         # Without a threshold to filter by, only each ranking's best `best` can be among the merged best.
-        best = None if min_relevance is not None else max(top_k, depth)
+        keep = max(top_k, depth)
+        # The context step (see `_in_context`) may lift a hit from below the first `keep`.
+        pool = max(keep, CONTEXT_POOL) if self.scoring.context_weight else keep
+        best = None if min_relevance is not None else pool
         rankings = []
         best_text: builtins.list[Candidate | None] = []  # each query's best full-text match
         for vector, terms_of_query in zip(vectors, terms_of_queries):
@@ -736,9 +741,9 @@ class Engine:
         cut = min_relevance if min_relevance is not None else None if broad else self.scoring.min_relevance
         if cut:  # calibration below only lowers a relevance: what is under the cut now stays under
             hits = [h for h in hits if h.relevance >= cut]
-        hits = hits[:max(top_k, depth)]
+        hits = hits[:pool]
         # Until here a hit may carry its bare candidate (see `rank`): the top k are fetched whole.
-        stand_ins: set[str] = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
+        stand_ins: set[str] = {h.memory.memory_id for h in hits[:keep] if not isinstance(h.memory, MemoryRecord)}
         # The calibration below reads the best text matches too (one fetch with the top k).
         texts = {} if broad else {c.id: c.record for c in best_text if c is not None}
         texts.update((h.memory.memory_id, h.memory) for h in hits
@@ -748,17 +753,21 @@ class Engine:
         if stand_ins or unread:
             records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(stand_ins | unread)))}
             texts.update((i, records.get(i)) for i, r in texts.items() if r is None)
-        if stand_ins:
-            hits = [h if h.memory.memory_id not in stand_ins else
-                    RecallHit(records[h.memory.memory_id], h.score, h.relevance, h.similarity, h.text_rank,
-                              h.live_score, h.explanation)
-                    for h in hits if h.memory.memory_id not in stand_ins or h.memory.memory_id in records]
+        hits = _with_records(hits, stand_ins, records)
         if not broad:
             best_records = [None if c is None else texts.get(c.id) for c in best_text]
             hits = yield from self._calibrate(hits, terms_of_queries, [named_terms(q, self.language) for q in queries],
                                               found_by, user_id, best_records)
             if cut:
                 hits = [h for h in hits if h.relevance >= cut]
+        if self.scoring.context_weight:
+            hits = self._in_context(hits)
+        hits = hits[:keep]
+        # A hit the context lifted from below the first `keep` is fetched now.
+        late = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
+        if late:
+            hits = _with_records(hits, late, {r.memory_id: r for r in (yield GetRecords(self.namespace,
+                                                                                        builtins.list(late)))})
         if admit_all and len(hits) < top_k and not cut and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         withheld = {h.memory.memory_id: reasons for h in hits
@@ -835,6 +844,27 @@ class Engine:
                 hit.explanation["relevance"]["grounding"] = grounds[index]
                 hit.explanation["score"] = score
             out.append(replace(hit, score=score, relevance=relevance))
+        out.sort(key=hit_order)
+        return out
+
+    def _in_context(self, hits: builtins.list[RecallHit]) -> builtins.list[RecallHit]:
+        """The hits ordered by their relevance in context (`ScoringPolicy.in_context`): a memory
+        written within `context_minutes` of a more relevant one ranks higher for it, as the turn
+        that answers a question ranks with the turn that words it. Relevances stay as they were,
+        so that a threshold reads the memory's own."""
+        policy = self.scoring
+        context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits]).tolist()
+        out = []
+        for hit, near in zip(hits, context):
+            if near == 0.0:
+                out.append(hit)
+                continue
+            score = policy.blend(policy.in_context(hit.relevance, near), hit.live_score)
+            if hit.explanation is not None:
+                hit.explanation["context"] = {"relevance": near, "weight": policy.context_weight,
+                                              "minutes": policy.context_minutes}
+                hit.explanation["score"] = score
+            out.append(replace(hit, score=score))
         out.sort(key=hit_order)
         return out
 
@@ -1525,6 +1555,18 @@ def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.li
                 best[key] = (hit, index)
     merged = sorted((hit for hit, _ in best.values()), key=hit_order)
     return merged, {key: index for key, (_, index) in best.items()}
+
+
+def _with_records(hits: builtins.list[RecallHit], stand_ins: set[str],
+                  records: dict[str, MemoryRecord]) -> builtins.list[RecallHit]:
+    """The hits, those carrying a bare candidate in `stand_ins` given their fetched record (left
+    out where none was found: the memory went since the search)."""
+    if not stand_ins:
+        return hits
+    return [h if h.memory.memory_id not in stand_ins else
+            RecallHit(records[h.memory.memory_id], h.score, h.relevance, h.similarity, h.text_rank,
+                      h.live_score, h.explanation)
+            for h in hits if h.memory.memory_id not in stand_ins or h.memory.memory_id in records]
 
 
 def _unit_scores(scores: Any, count: int) -> builtins.list[float]:

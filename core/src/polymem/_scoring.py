@@ -35,6 +35,14 @@ class ScoringPolicy:
     adapters inject by) means the same for every query. With live_weight 0.15 the live score
     reorders memories of similar relevance only: one less than 0.85 times as relevant as another
     never ranks above it.
+
+    A recall ranks each memory in the context of its sitting (memories written with no gap longer
+    than `context_minutes`, one conversation): it ranks by its relevance plus `context_weight` times
+    the best relevance of the others of its sitting times what it lacks (1 - relevance), so a
+    conversation's turn ranks with the turn that words the question. Its `relevance`, which
+    `min_relevance` reads, stays its own. On LoCoMo (bench/RESULTS.md) this raises recall@10 by
+    about 0.05; 0.5 (the context counts as much as the memory's own lack of relevance) is the
+    weight measured best among 0.25, 0.5 and 0.75 on half of the conversations.
     """
 
     base_by_source: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BASE_BY_SOURCE))
@@ -52,6 +60,8 @@ class ScoringPolicy:
     relative_margin: float = 0.1
     vector_weight: float = 0.4
     min_relevance: float = 0.12
+    context_weight: float = 0.5
+    context_minutes: float = 30.0
     unknown_name_floor: float = 0.15
     archive_below: float = 0.05
     merge_similarity: float = 0.92
@@ -59,12 +69,14 @@ class ScoringPolicy:
 
     def __post_init__(self) -> None:
         for name in ("live_weight", "vector_weight", "min_similarity", "min_relevance", "unknown_name_floor",
-                     "archive_below", "merge_similarity"):
+                     "archive_below", "merge_similarity", "context_weight"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"ScoringPolicy.{name} must be in [0, 1], got {value}")
         if any(h <= 0 for h in self.half_life_days.values()) or self.default_half_life_days <= 0:
             raise InvalidInput("half-lives must be positive")
+        if not self.context_minutes >= 0:
+            raise InvalidInput(f"ScoringPolicy.context_minutes must be >= 0, got {self.context_minutes}")
 
     def base_score(self, source: str) -> float:
         """The importance a write gets from its source when none is given."""
@@ -103,6 +115,37 @@ class ScoringPolicy:
         if not self.reinforce:
             return 0.0
         return self.rank_bonus[rank] if rank < len(self.rank_bonus) else 0.0
+
+    def context(self, relevances: Sequence[float], times: Sequence[datetime]) -> np.ndarray:
+        """Each memory's context: the highest relevance among the other memories of its sitting (0
+        if none), a sitting being memories written with no gap longer than `context_minutes`
+        between one and the next (as a web session ends after 30 minutes of inactivity). What is
+        written in one sitting comes from one conversation, where the answer to a question often
+        sits beside the turn that words it."""
+        n = len(relevances)
+        if n < 2 or self.context_weight == 0:
+            return np.zeros(n)
+        seconds = np.fromiter((t.timestamp() for t in times), np.float64, n)
+        order = np.argsort(seconds, kind="stable")
+        rel = np.asarray(relevances, dtype=np.float64)[order]
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        new[1:] = np.diff(seconds[order]) > self.context_minutes * 60.0
+        starts = np.flatnonzero(new)
+        sitting = np.cumsum(new) - 1
+        top = np.maximum.reduceat(rel, starts)
+        is_top = rel == top[sitting]
+        # the best of the others: the sitting's best, or for its best, the next best (0 when alone)
+        runner_up = np.maximum.reduceat(np.where(is_top, -np.inf, rel), starts)
+        runner_up = np.where(np.add.reduceat(is_top.astype(np.int64), starts) > 1, top, np.maximum(runner_up, 0.0))
+        out = np.empty(n)
+        out[order] = np.where(is_top, runner_up[sitting], top[sitting])
+        return out
+
+    def in_context(self, relevance: float, context: float) -> float:
+        """The relevance a memory ranks by: its own, plus `context_weight` of its context's share
+        of what it lacks (never above 1; the relevance a threshold reads stays its own)."""
+        return relevance + self.context_weight * context * (1.0 - relevance)
 
     def blend(self, relevance: float, live: float) -> float:
         """Final score: relevance scaled by the live score, so relevance gates everything."""

@@ -265,6 +265,12 @@ class RerankOut(_Model):
     before: RankBeforeOut = Field(description="The hybrid search's judgement the reranker replaced.")
 
 
+class ContextOut(_Model):
+    relevance: float = Field(description="The highest relevance among the memories written within `minutes` of this one.")
+    weight: float = Field(description="ScoringPolicy.context_weight: the share of it the hit ranks by.")
+    minutes: float = Field(description="ScoringPolicy.context_minutes.")
+
+
 class QueryVariantOut(_Model):
     text: str = Field(description="The query that found the memory with its best score.")
     variant: int = Field(description="0: the query as asked; 1…: the rewriter's variants, in its order.")
@@ -282,6 +288,9 @@ class ExplanationOut(_Model):
     trust: TrustOut
     rerank: RerankOut | None = Field(default=None, description="Only on hits the store's reranker rescored.")
     query: QueryVariantOut | None = Field(default=None, description="Only when the query was rewritten.")
+    context: ContextOut | None = Field(default=None, description=(
+        "Only on hits written near a more relevant one: score = in-context relevance (relevance + weight x "
+        "context relevance x (1 - relevance)) blended with the live score."))
 
 
 class HitOut(MemoryOut):

@@ -303,6 +303,18 @@ class MemoryConformance:
         hits = call(lexical.recall("blue", user_id="ann"))
         assert [h.memory.content for h in hits] == ["I like blue"] and hits[0].similarity is None
 
+    def test_a_memory_written_beside_a_strong_match_ranks_above_an_equally_relevant_one_written_apart(
+            self, lexical: Any, clock: FakeClock) -> None:
+        call(lexical.save("Ann: I started violin lessons downtown", user_id="ann"))
+        clock.advance(minutes=2)
+        call(lexical.save("Ann: lessons go fine", user_id="ann"))
+        clock.advance(days=7)
+        call(lexical.save("Ann: lessons run long", user_id="ann"))  # fresher, as relevant: first without context
+        hits = call(lexical.recall("violin lessons", user_id="ann", min_relevance=0))
+        assert [h.memory.content for h in hits] == [
+            "Ann: I started violin lessons downtown", "Ann: lessons go fine", "Ann: lessons run long"]
+        assert hits[1].relevance == pytest.approx(hits[2].relevance)
+
     def test_recall_reinforces_what_it_returns(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         clock.advance(days=1)

@@ -149,9 +149,9 @@ def _call(func: Callable[..., Any], *args: Any) -> Op:
 MAX_TOP_K = 1000
 CANDIDATES = 100
 RERANK_TOP = 20
+"""The candidates a reranker sees by default: its cost per recall is bounded by `rerank_top`."""
 CONTEXT_POOL = 30
 """The hits a recall weighs in context (see `Engine._in_context`) at least, whatever its top_k."""
-"""The candidates a reranker sees by default: its cost per recall is bounded by `rerank_top`."""
 MAX_REWRITES = 5
 """The most query variants a recall searches (each costs one search)."""
 DEFAULT_REWRITES = 2

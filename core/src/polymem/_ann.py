@@ -345,17 +345,32 @@ class Span:
         ann = self.ann
         if ann is None or ann.index is None or not ann.held:
             return None
-        ids, rows = [], []
-        for label in dict.fromkeys(ann.propose(query, int(limit * 1.25) + FETCH_MARGIN).tolist()):
-            place = self._where(label)
-            if place is not None and place[0].expire[place[1]] > now_us:
-                ids.append(label)
-                rows.append(place[0].matrix[place[1]])
-        if len(ids) < limit:
+        labels = list(dict.fromkeys(ann.propose(query, int(limit * 1.25) + FETCH_MARGIN).tolist()))
+        # the proposals grouped by block (a row of another namespace, or deleted: none), then
+        # each block's rows checked and gathered at once, in the proposals' order
+        where, namespace = self.cache.where.get, self.namespace
+        by_block: dict[tuple[str, str | None], tuple[list[int], list[int]]] = {}
+        for position, label in enumerate(labels):
+            key = where(label)
+            if key is not None and key[0] == namespace:
+                positions, rowids = by_block.setdefault(key, ([], []))
+                positions.append(position)
+                rowids.append(label)
+        kept = np.zeros(len(labels), dtype=bool)
+        rows = np.empty((len(labels), len(query)), dtype=np.float32)
+        for key, (positions, rowids) in by_block.items():
+            block = self.cache.blocks[key]
+            slots = np.fromiter(map(block.slots.__getitem__, rowids), dtype=np.int64, count=len(rowids))
+            unexpired = block.expire[slots] > now_us
+            at = np.asarray(positions, dtype=np.int64)[unexpired]
+            kept[at] = True
+            rows[at] = block.matrix[slots[unexpired]]
+        if np.count_nonzero(kept) < limit:
             return None
-        sims = np.stack(rows) @ np.asarray(query, dtype=np.float32)
+        ids = np.asarray(labels, dtype=np.int64)[kept]
+        sims = rows[kept] @ np.asarray(query, dtype=np.float32)
         top = np.argsort(-sims)[:limit]
-        return np.array(ids, dtype=np.int64)[top], sims[top]
+        return ids[top], sims[top]
 
 
 class Indexes:

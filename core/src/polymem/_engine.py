@@ -10,7 +10,6 @@ for an async backend): the same behaviour by construction (see httpx's
 from __future__ import annotations
 
 import builtins
-import heapq
 import json
 import logging
 import math
@@ -1081,21 +1080,34 @@ class Engine:
         score, order by score, and keep the `best` first (all by default); with `explain`, each hit
         also carries the parts of its score, from these same computations."""
         policy = self.scoring
-        relevances = policy.relevances(((i, c.similarity, c.text_rank) for i, c in enumerate(candidates)),
-                                       vector_mode=vector_mode, admit_all=admit_all)
+        positions, relevance_of = policy.relevance_table([c.similarity for c in candidates],
+                                                         [c.text_rank for c in candidates],
+                                                         vector_mode=vector_mode, admit_all=admit_all)
         admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
-        admitted = builtins.list(relevances.items())
-        lives, ages, factors, bonuses = (part.tolist() for part in policy.live_table(
-            [candidates[i].scored for i in relevances], now))
-        scores = [policy.blend(relevance, live) for (_, relevance), live in zip(admitted, lives)]
+        if best is not None and len(positions) > best:
+            # A live score is in [0, 1]: a candidate scores between (1 - live_weight) and 1 times its
+            # relevance. Those that cannot reach the `best`-th highest lowest score are left out
+            # before their live scores are computed (with a margin for rounding).
+            floor = np.partition(relevance_of, len(relevance_of) - best)[len(relevance_of) - best]
+            floor *= (1.0 - policy.live_weight) * (1 - 1e-9)
+            reach = relevance_of * (1 + 1e-9) >= floor
+            positions, relevance_of = positions[reach], relevance_of[reach]
+        admitted = builtins.list(zip(positions.tolist(), relevance_of.tolist()))
+        live_parts = policy.live_table([candidates[i].scored for i, _ in admitted], now)
+        blended = relevance_of * ((1.0 - policy.live_weight) + policy.live_weight * live_parts[0])
+        lives, ages, factors, bonuses = (part.tolist() for part in live_parts)
+        scores = blended.tolist()
 
         def order(n: int) -> tuple[float, datetime, str]:
             c = candidates[admitted[n][0]]
             return order_key(scores[n], c.scored, c.id)
 
         # Hits are made for the kept candidates alone: ~200 are scored per recall, 10 returned.
-        kept = sorted(range(len(admitted)), key=order) if best is None else \
-            heapq.nsmallest(best, range(len(admitted)), key=order)
+        if best is None or best >= len(admitted):
+            kept = sorted(range(len(admitted)), key=order)
+        else:  # the ties of the `best`-th score are ordered by `order_key` with the rest
+            tie = np.partition(-blended, best - 1)[best - 1]
+            kept = sorted(np.flatnonzero(-blended <= tie).tolist(), key=order)[:best]
         hits = []
         for n in kept:
             i, relevance = admitted[n]

@@ -161,15 +161,31 @@ class ScoringPolicy:
         is plainly unrelated. Without one, only text matches are. `admit_all` admits every
         candidate (the caller judges relevance itself, or wants k results whatever they are)."""
         candidates = list(candidates)
-        admit = self.admission(sim for _, sim, _ in candidates)
-        out: dict[K, float] = {}
-        for key, sim, text in candidates:
-            if not vector_mode:
-                if text is not None or admit_all:
-                    out[key] = text or 0.0
-            elif admit_all or (sim is not None and sim >= admit) or text is not None:
-                out[key] = self.fuse(sim, text)
-        return out
+        kept, relevance = self.relevance_table([sim for _, sim, _ in candidates], [text for _, _, text in candidates],
+                                               vector_mode=vector_mode, admit_all=admit_all)
+        return {candidates[i][0]: r for i, r in zip(kept.tolist(), relevance.tolist())}
+
+    def relevance_table(self, similarities: Sequence[float | None], text_ranks: Sequence[float | None], *,
+                        vector_mode: bool, admit_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """`relevances` of many candidates at once, as arrays: the positions of the admitted
+        candidates (in order) and their relevances (a recall's ~200 candidates in one pass of numpy)."""
+        n = len(similarities)
+        sims = np.fromiter((np.nan if s is None else s for s in similarities), np.float64, n)
+        texts = np.fromiter((np.nan if t is None else t for t in text_ranks), np.float64, n)
+        matched = ~np.isnan(texts)
+        text = np.where(matched, texts, 0.0)
+        if not vector_mode:
+            admitted = np.ones(n, dtype=bool) if admit_all else matched
+            relevance = text
+        else:
+            known = ~np.isnan(sims)
+            admitted = np.ones(n, dtype=bool) if admit_all else matched | (known & (sims >= self.admission(
+                sims[known].tolist())))
+            # as `fuse`, operation for operation (the same floats)
+            relevance = self.vector_weight * np.where(known & (sims > 0.0), sims, 0.0) \
+                + (1 - self.vector_weight) * text
+        kept = np.flatnonzero(admitted)
+        return kept, relevance[kept]
 
     def admission(self, similarities: Iterable[float | None]) -> float:
         """The cosine a vector candidate needs to be admitted, given every candidate's (see `relevances`)."""

@@ -670,6 +670,10 @@ class SQLiteBackend(Backend):
         self._dimensions: dict[str, int] = {}
         self._df_cache: dict[str, int] = {}
         self._df_seq = 0
+        # every term's count as read at `_df_exact_seq` (a recall's calibration asks again for its
+        # search's terms: no second statement while nothing was written)
+        self._df_exact: dict[str, int] = {}
+        self._df_exact_seq = -1
         self._fts_rows = (-1, 0)  # (seq, rows in the full-text index) when last read
         self._scope_counts: dict[str, tuple[int, int, bool]] = {}
         # (scope, term) -> rows of the scope holding the term, as the last searches counted them at
@@ -1185,18 +1189,19 @@ class SQLiteBackend(Backend):
             if not wanted:
                 return []
             if request.query_vector is not None:
+                query, where_of, blocks = request.query_vector, cache.where.get, cache.blocks
                 for rid in ranks:
-                    if rid not in similarities and (key := cache.where.get(rid)) is not None:
-                        similarities[rid] = float(cache.blocks[key].vector(rid) @ request.query_vector)
+                    if rid not in similarities and (key := where_of(rid)) is not None:
+                        block = blocks[key]
+                        similarities[rid] = float(block.matrix[block.slots[rid]] @ query)
             unread = [rid for rid in wanted if rid not in found]
             if unread:
                 found.update((row[0], row) for row in conn.execute(
                     f"SELECT m.rowid, {_SCORED_COLUMNS} FROM memories m WHERE m.rowid IN "
                     f"({', '.join('?' for _ in unread)})", unread))
-        return [
-            Candidate(None, similarities.get(rid), ranks.get(rid), memory_id=row[1], importance=float(row[2]),
-                      category=row[3], created_at=from_micros(row[4]), last_accessed_at=from_micros(row[5]),
-                      access_count=int(row[6]))
+        return [  # positional: ~200 candidates a recall
+            Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], from_micros(row[4]),
+                      from_micros(row[5]), int(row[6]))
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 
@@ -1279,13 +1284,18 @@ class SQLiteBackend(Backend):
         if seq - self._df_seq > 1000 or seq < self._df_seq:
             self._df_cache.clear()
             self._df_seq = seq
-        out = {term: self._df_cache[term] for term in terms if term in self._df_cache}
+        if self._df_exact_seq != seq or len(self._df_exact) > 10_000:
+            self._df_exact = {}
+            self._df_exact_seq = seq
+        exact = self._df_exact
+        out = {term: self._df_cache[term] if term in self._df_cache else exact[term]
+               for term in terms if term in self._df_cache or term in exact}
         asked = [term for term in dict.fromkeys(terms) if term not in out]
         if asked:  # one statement for every term (the vocabulary table looks each up by its key)
             found = dict(conn.execute(f"SELECT term, doc FROM memory_fts_vocab WHERE term IN "
                                       f"({', '.join('?' for _ in asked)})", asked).fetchall())
             for term in asked:
-                out[term] = int(found.get(term, 0))
+                out[term] = exact[term] = int(found.get(term, 0))
                 if out[term] > COMMON_TERM_DOCS:  # only "common" is remembered: rare terms are cheap to count again
                     self._df_cache[term] = out[term]
         return out

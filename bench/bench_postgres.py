@@ -30,6 +30,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -470,12 +471,14 @@ def operations(size: int, users: int, real: int, queries: int, batch: int) -> di
     return out
 
 
-def import_until_ready(size: int, users: int, real: int, batch: int, queries: int) -> dict[str, Any]:
+def import_until_ready(size: int, users: int, real: int, batch: int, queries: int,
+                       load_only: bool = False) -> dict[str, Any]:
     """`--import-ready`: a large import on PostgreSQL as a user meets it (`bulk_import`: returns
     once the rows are committed, the vector indexes then built concurrently in the background).
     Times the load (memories/s until it returns) and the build (seconds until every index is
     valid); during the build, checks that recall over every user returns numpy's exact top 10
-    and times single saves (writes are not blocked); after it, HNSW recall@10."""
+    and times single saves (writes are not blocked); after it, HNSW recall@10. `load_only`: the store is
+    closed after those checks (the build cancelled, nothing timed after it)."""
     import psycopg
 
     from polymem._backend import NewRecord, SearchRequest
@@ -522,6 +525,12 @@ def import_until_ready(size: int, users: int, real: int, batch: int, queries: in
                                              tuple(terms(rec.content)))], now))
             saves.append(time.perf_counter() - t0)
         out["during"] = (exact, len(recalls), recalls, saves)
+        out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GB (ru_maxrss: KB)
+        if load_only:
+            out["loads"].append(os.getloadavg()[0])
+            backend.close()
+            print(f"  during the build {exact}/{len(recalls)} recalls over every user were the exact top 10", flush=True)
+            return out
         backend.build_vector_indexes()
         out["ready"] = time.perf_counter() - started
         out["loads"].append(os.getloadavg()[0])
@@ -546,15 +555,17 @@ def import_table(results: list[dict[str, Any]]) -> str:
     lines = ["| memories | load: returns after (memories/s) | load CPU per memory: client / server (µs) | same, "
              "preparing the rows included | every vector "
              "index valid after (s) | recalls over every user during the build: exact top 10 / p50 ms | single saves "
-             "during the build: p50 / max ms | HNSW recall@10 after | 1-min load |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "during the build: p50 / max ms | HNSW recall@10 after | peak RSS (GB) | 1-min load |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         exact, count, recalls, saves = r["during"]
         during = f"{exact}/{count} / {percentile(recalls, 50) * 1000:.0f}" if recalls else "build done first"
         saved = f"{percentile(saves, 50) * 1000:.1f} / {max(saves) * 1000:.1f}" if saves else "-"
+        ready = f"{r['ready']:.0f}" if "ready" in r else "not waited for"
+        hnsw = f"{r['hnsw_recall']:.2f}" if "hnsw_recall" in r else "-"
         lines.append(f"| {r['size']:,} | {r['load']:,.0f} | {r['load_cpu'][0] * 1e6:.0f} / {r['load_cpu'][1] * 1e6:.0f} | "
-                     f"{r['load_with_prepare']:,.0f} | {r['ready']:.0f} | "
-                     f"{during} | {saved} | {r['hnsw_recall']:.2f} | {min(r['loads']):.1f}–{max(r['loads']):.1f} |")
+                     f"{r['load_with_prepare']:,.0f} | {ready} | {during} | {saved} | {hnsw} | {r['rss']:.1f} | "
+                     f"{min(r['loads']):.1f}–{max(r['loads']):.1f} |")
     return "\n".join(lines)
 
 
@@ -779,13 +790,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="with --hnsw-builds: parallel maintenance workers")
     parser.add_argument("--import-ready", action="store_true",
                         help="time a large import until it returns and until its vector indexes are valid (recorded)")
+    parser.add_argument("--load-only", action="store_true",
+                        help="with --import-ready: stop after the checks during the build (not waiting for it)")
     parser.add_argument("--operations", action="store_true",
                         help="time each operation alone (wall, client CPU, server CPU) and print them as JSON "
                              "(what bench_trees.py --postgres compares across source trees)")
     args = parser.parse_args()
     if args.import_ready:
-        results = [import_until_ready(size, args.users, args.real, args.batch, args.queries) for size in args.sizes]
-        record(f"import until the vector indexes are ready (`--import-ready`, {args.users} users, batches of "
+        results = [import_until_ready(size, args.users, args.real, args.batch, args.queries, args.load_only)
+                   for size in args.sizes]
+        what = ("a large import until it returns (`--import-ready --load-only`: not waiting for the index build"
+                if args.load_only else "import until the vector indexes are ready (`--import-ready`")
+        record(f"{what}, {args.users} users, batches of "
                f"{args.batch:,}, shared_buffers {SHARED_BUFFERS}, maintenance_work_mem {MAINTENANCE_WORK_MEM})",
                import_table(results), args.no_record)
         return

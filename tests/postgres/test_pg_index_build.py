@@ -229,3 +229,145 @@ def test_an_async_store_builds_the_indexes_of_a_large_import_in_the_background(p
 
     asyncio.run(main())
     assert _states(pg_url) == {name: True for name, _ in vector_index_statements(MODEL, 16)}
+
+
+# -- the secondary indexes (full text, recency, models, write times) of a large import into a small store --
+def _secondary(conninfo: str) -> dict[str, str]:
+    """The secondary indexes present (valid or not): name -> definition."""
+    import psycopg
+
+    from polymem._postgres._sql import SECONDARY_INDEXES
+
+    with psycopg.connect(conninfo) as conn:
+        return dict(conn.execute("SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_class c WHERE c.relname = ANY(%s)",
+                                 ([name for name, _ in SECONDARY_INDEXES],)).fetchall())
+
+
+def _memories_indexes(conninfo: str) -> dict[str, tuple[str, bool]]:
+    import psycopg
+
+    with psycopg.connect(conninfo) as conn:
+        return {name: (definition, valid) for name, definition, valid in conn.execute(
+            "SELECT c.relname, pg_get_indexdef(c.oid), x.indisvalid FROM pg_index x JOIN pg_class c "
+            "ON c.oid = x.indexrelid WHERE x.indrelid = 'polymem_memories'::regclass").fetchall()}
+
+
+def _text_hits(backend: Any, text: str, user: str) -> list[str]:
+    request = SearchRequest("default", user, None, None, None, None, None, tuple(terms(text)), NOW, 10)
+    return [c.id for c in backend.search(request)]
+
+
+def _unloaded(backend: Any, rows: list[dict[str, Any]], size: int = 10_000) -> Any:
+    """`bulk_import` in batches of `size`, the index builds left for later (`build_index=False`)."""
+    return backend.bulk_import("default", [rows[i:i + size] for i in range(0, len(rows), size)], NOW, build_index=False)
+
+
+def test_a_large_import_into_an_empty_store_returns_before_its_secondary_indexes_and_stays_right(backend: Any) -> None:
+    from polymem._storage import ListRecords
+
+    before = _memories_indexes(backend.conninfo)
+    rows = _rows(120)
+    assert _unloaded(backend, rows).imported == 120
+    assert _secondary(backend.conninfo) == {}
+    # the constraints', the scope's and the content hash's indexes stay
+    for name in ("polymem_memories_id", "polymem_memories_scope", "polymem_memories_hash", "polymem_memories_idempotency"):
+        assert name in _memories_indexes(backend.conninfo)
+    query = _vectors(1, 3000)[0]
+    assert _top10(backend, query, "u1") == _exact_top10(rows, query, "u1")
+    assert _top10(backend, query, None) == _exact_top10(rows, query, None)
+    text = _text_hits(backend, "bulk memory 31", "u1")
+    assert "b-31" in text
+    assert [r.memory_id for r in backend.get("default", ["b-7", "b-8"])] == ["b-7", "b-8"]
+    assert len(backend.list(ListRecords("default", user_id="u2", limit=1000))) == 40
+    assert len(backend.list(ListRecords("default", limit=1000))) == 120
+    again = rows[4]  # the same content, saved again by its user: the stored memory, not a second one
+    (record, created), = backend.insert(Insert([NewRecord(_record(900, "u1").replace(content="bulk memory 4"),
+                                                          again["vector"], again["content_hash"], None,
+                                                          again["terms"])], NOW))
+    assert (record.memory_id, created) == ("b-4", False)
+    assert backend.build_vector_indexes(timeout=60)
+    assert sorted(_text_hits(backend, "bulk memory 31", "u1")) == sorted(text)
+    assert _memories_indexes(backend.conninfo) == before | {
+        name: (definition, True) for name, (definition, _) in _memories_indexes(backend.conninfo).items()
+        if name.startswith(("polymem_hnsw_", "polymem_scan_"))}
+
+
+def test_an_import_into_a_store_holding_more_rows_keeps_its_secondary_indexes(backend: Any) -> None:
+    backend.plans.bulk_rows = 1000
+    backend.import_rows("default", _rows(300, 10_000), [], NOW)  # not bulk: every index kept
+    present = _secondary(backend.conninfo)
+    assert len(present) == 5
+    assert _unloaded(backend, _rows(120)).imported == 120  # 300 stored >= twice the 120 loaded
+    assert _secondary(backend.conninfo) == present
+
+
+def test_a_large_import_counts_the_ids_it_already_holds_or_repeats_as_duplicates(backend: Any) -> None:
+    import psycopg
+
+    rows = _rows(120)
+    report = _unloaded(backend, rows[:60] + rows[:60] + rows[60:], size=50)
+    assert (report.imported, report.duplicates) == (120, 60)
+    assert _secondary(backend.conninfo) == {}
+    assert backend.import_rows("default", rows[:10], [], NOW).duplicates == 10
+    with psycopg.connect(backend.conninfo) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT memory_id) FROM polymem_memories").fetchone() == (120, 120)
+
+
+def test_writers_beside_a_large_import_keep_one_row_per_memory_id(backend: Any) -> None:
+    import threading
+
+    import psycopg
+
+    rows = _rows(3000)
+    errors: list[BaseException] = []
+
+    def write(part: list[dict[str, Any]]) -> None:
+        try:
+            for start in range(0, len(part), 40):
+                backend.import_rows("default", part[start:start + 40], [], NOW)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    writer = threading.Thread(target=write, args=(rows[::7],))
+    writer.start()
+    report = _unloaded(backend, rows, size=500)
+    writer.join()
+    assert errors == []
+    assert report.imported + report.duplicates == 3000
+    with psycopg.connect(backend.conninfo) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT memory_id) FROM polymem_memories").fetchone() == (3000, 3000)
+    assert backend.build_vector_indexes(timeout=60)
+    assert len(_secondary(backend.conninfo)) == 5
+
+
+def test_a_large_import_through_import_rows_builds_its_secondary_indexes_in_the_background(backend: Any) -> None:
+    rows = _rows(120)
+    assert backend.import_rows("default", rows, [], NOW).imported == 120
+    assert backend.build_vector_indexes(timeout=60)
+    assert set(valid for _, valid in _memories_indexes(backend.conninfo).values()) == {True}
+    assert len(_secondary(backend.conninfo)) == 5
+    assert "b-31" in _text_hits(backend, "bulk memory 31", "u1")
+
+
+def test_a_secondary_index_a_dead_build_left_invalid_is_rebuilt_when_a_store_opens(pg_url: str) -> None:
+    import psycopg
+
+    from polymem._postgres import PostgresBackend
+    from polymem._postgres._sql import SECONDARY_INDEXES
+
+    first = PostgresBackend(pg_url)
+    _unloaded(first, _rows(120))
+    first.close()
+    name, statement = SECONDARY_INDEXES[0]
+    with _writer_open(pg_url), psycopg.connect(pg_url, autocommit=True) as builder:
+        builder.execute("SET statement_timeout = '1s'")  # the build dies waiting for the writer
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            builder.execute(statement)
+    assert _memories_indexes(pg_url)[name][1] is False
+    second = PostgresBackend(pg_url)
+    try:
+        assert second.index_builder.wait(60)
+        assert len(_secondary(pg_url)) == 5
+        assert set(valid for _, valid in _memories_indexes(pg_url).values()) == {True}
+    finally:
+        second.close()

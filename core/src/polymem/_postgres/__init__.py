@@ -35,8 +35,8 @@ deadlock.
 
 The package, by concern: `_sql` (statements, values, tsvector, the filter
 compiler), `_schema` (migrations, the full-text rebuild), `_cache` (the vector
-cache, term statistics), `_plans` (every operation as a plan), `_indexes` (vector indexes built
-after a large import, concurrently, in the background), `_driver`
+cache, term statistics), `_plans` (every operation as a plan), `_indexes` (vector and secondary
+indexes built after a large import, concurrently, in the background), `_driver`
 (connections, the two plan drivers), `_store` (what both stores share), `_sync`
 and `_async` (the stores).
 

@@ -44,8 +44,10 @@ def split_url(url: str) -> tuple[str, str, dict[str, str]]:
 
 
 def session_settings(plans: Plans) -> str:
-    """What every pooled connection sets once: UTC, and HNSW scans that keep going past filtered rows."""
-    return (f"SET TIME ZONE 'UTC'; SET hnsw.iterative_scan = relaxed_order; "
+    """What every pooled connection sets once: UTC, HNSW scans that keep going past filtered rows,
+    and room for an import's staging table in memory (allocated only as it is used; settable only
+    before a session's first temporary table)."""
+    return (f"SET TIME ZONE 'UTC'; SET hnsw.iterative_scan = relaxed_order; SET temp_buffers = '64MB'; "
             f"SET hnsw.ef_search = {int(plans.ef_search)}")
 
 

@@ -1,12 +1,15 @@
-"""The vector indexes a store lacks, built in the background without blocking writes.
+"""The indexes a store lacks, built in the background without blocking writes.
 
-A large import loads its rows with the model's vector indexes dropped (`Plans.defer_vector_indexes`)
-and returns once they are committed; `IndexBuilder` then builds the indexes with `CREATE INDEX
-CONCURRENTLY` on a thread and a connection of its own. Until an index is valid the planner does not
-use it, so recall stays exact: per user through the heap, over every user by a scan. A build that
-died (process killed, connection lost, store closed) leaves an invalid index behind; the next store
-to open finds it, drops it and builds it again. One process builds a model's indexes at a time: the
-builder holds the model's advisory lock (`build_lock`) for its connection's life.
+A large import loads its rows with the model's vector indexes dropped (`Plans.defer_vector_indexes`),
+into a small store also without the secondary indexes (`SECONDARY_INDEXES`: full text, recency,
+models, write times; `Plans.defer_secondary_indexes`), and returns once they are committed;
+`IndexBuilder` then builds the indexes with `CREATE INDEX CONCURRENTLY` on a thread and a connection
+of its own, the secondary ones first. Until an index is valid the planner does not use it, so every
+query stays right: recall exact per user through the scope's btree and the heap, over every user by
+a scan. A build that died (process killed, connection lost, store closed) leaves an invalid index
+behind; the next store to open finds it, drops it and builds it again. One process builds a model's
+indexes at a time: the builder holds the model's advisory lock (`build_lock`) for its connection's
+life, and `SECONDARY_BUILD_LOCK` while it builds the secondary ones.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ import threading
 from typing import Any
 
 from ._driver import _import_psycopg, run_plan_sync
-from ._sql import MAINTENANCE_SETTINGS, PgPlan, Q, build_lock, vector_index_statements
+from ._sql import (
+    MAINTENANCE_SETTINGS,
+    SECONDARY_BUILD_LOCK,
+    SECONDARY_INDEXES,
+    PgPlan,
+    Q,
+    build_lock,
+    vector_index_statements,
+)
 
 log = logging.getLogger("polymem")
 
@@ -37,14 +48,50 @@ def unbuilt_vector_indexes() -> PgPlan[builtins.list[tuple[str, int]]]:
     return out
 
 
-def build_vector_indexes() -> PgPlan[int]:
-    """Build every missing or invalid vector index concurrently, model by model, skipping a model
-    another process is building; then VACUUM ANALYZE (statistics, and pages marked all-visible for
-    the covering index's index-only scans). For an autocommit connection, which it keeps holding
-    the models' build locks (they go with the connection). Returns how many indexes it built."""
+def unbuilt_secondary_indexes() -> PgPlan[builtins.list[str]]:
+    """The secondary indexes (`SECONDARY_INDEXES`) missing or invalid."""
+    names = [name for name, _ in SECONDARY_INDEXES]
+    valid = dict((yield Q(_STATES, (names,))))
+    return [name for name in names if not valid.get(name)]
+
+
+def build_secondary_indexes() -> PgPlan[int]:
+    """Build the missing or invalid secondary indexes concurrently, unless another process is
+    building them (or an import dropping them); ANALYZE first, for the planner meanwhile.
+    Returns how many it built."""
     from psycopg import sql
 
+    if not (yield from unbuilt_secondary_indexes()):
+        return 0
+    (mine,) = yield Q("SELECT pg_try_advisory_lock(%s)", (SECONDARY_BUILD_LOCK,), "one")
+    if not mine:
+        return 0
+    names = [name for name, _ in SECONDARY_INDEXES]
+    valid = dict((yield Q(_STATES, (names,))))
     built = 0
+    for name, statement in SECONDARY_INDEXES:
+        if valid.get(name):
+            continue
+        if built == 0:
+            yield Q("ANALYZE polymem_memories", None, "none")
+        if valid.get(name) is False:  # left invalid by a build that died
+            yield Q(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)), None, "none")
+        yield Q(statement, None, "none")
+        built += 1
+    # (a build that fails leaves the lock to the connection, which the builder then closes)
+    yield Q("SELECT pg_advisory_unlock(%s)", (SECONDARY_BUILD_LOCK,), "none")
+    return built
+
+
+def build_vector_indexes() -> PgPlan[int]:
+    """Build every missing or invalid index concurrently: the secondary ones
+    (`build_secondary_indexes`), then the vector ones model by model, skipping a model another
+    process is building; then VACUUM ANALYZE (statistics, and pages marked all-visible for the
+    covering index's index-only scans). For an autocommit connection, which it keeps holding the
+    models' build locks (they go with the connection). Returns how many indexes it built."""
+    from psycopg import sql
+
+    built = yield from build_secondary_indexes()
     for model, dimension in (yield from unbuilt_vector_indexes()):
         (mine,) = yield Q("SELECT pg_try_advisory_lock(%s)", (build_lock(model),), "one")
         if not mine:

@@ -32,6 +32,8 @@ from ._sql import (
     _NCOLS,
     _RECORD_COLUMNS,
     RANK_WEIGHTS,
+    SECONDARY_BUILD_LOCK,
+    SECONDARY_INDEXES,
     PgPlan,
     Q,
     _hash64,
@@ -581,12 +583,15 @@ class Plans:
         if rows:
             models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
             bulk = len(rows) >= self.bulk_rows
+            if bulk:
+                yield from self.defer_secondary_indexes(len(rows))
             for model, dim in models:
                 if bulk:
                     yield from self.defer_vector_indexes(model, dim)
                 else:
                     yield from self._ensure_index(model, dim)
             stage, versions = staged if staged is not None else stage_import(namespace, rows)
+            yield Q(_IMPORT_MEMORY, None, "none")
             yield Q(_STAGE_DDL, None, "none")
             yield Q("TRUNCATE polymem_stage, polymem_stage_versions", None, "none")
             yield Q(f"COPY polymem_stage (n, {_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",
@@ -629,6 +634,25 @@ class Plans:
                        "ORDER BY t.deleted_at, t.memory_id", (namespace, *params))
         return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(deleted_at.astimezone(timezone.utc)),
                  "versions": [json.loads(v) for v in versions]} for memory_id, owner, deleted_at, versions in rows]
+
+    def defer_secondary_indexes(self, rows: int) -> PgPlan[bool]:
+        """Before loading `rows` rows into a store holding fewer than twice as many: the secondary
+        indexes (`SECONDARY_INDEXES`) dropped, to be built once afterwards and concurrently
+        (`IndexBuilder`; about 40% of the server's work per row loaded, measured). No query needs
+        them to be right; the constraints', the scope's and the content hash's stay. Into a larger
+        store (building them again would cost more than the load saves), or while another process
+        builds them, they are kept: False."""
+        from psycopg import sql
+
+        (stored,) = yield Q("SELECT count(*) FROM (SELECT FROM polymem_memories LIMIT %s) s", (2 * rows,), "one")
+        if stored >= 2 * rows:
+            return False
+        (free,) = yield Q("SELECT pg_try_advisory_xact_lock(%s)", (SECONDARY_BUILD_LOCK,), "one")
+        if not free:
+            return False
+        yield Q(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.SQL(", ").join(
+            sql.Identifier(name) for name, _ in SECONDARY_INDEXES)), None, "none")
+        return True
 
     def defer_vector_indexes(self, model_id: str | None, dimension: int) -> PgPlan[None]:
         """Before a large load: the model registered, its vector indexes dropped (in the load's
@@ -795,6 +819,9 @@ def stage_import(namespace: str, rows: Sequence[dict[str, Any]]) -> Staged:
     return stage, versions
 
 
+# An import batch's sorts and its rows captured for the scope stamps' trigger stay in memory (with
+# the default 4 MB, a batch of 10,000 384-d rows went to disk three times).
+_IMPORT_MEMORY = "SET LOCAL work_mem = '128MB'"
 _STAGE_DDL = """
 CREATE TEMP TABLE IF NOT EXISTS polymem_stage (
     n INTEGER, memory_id TEXT, namespace TEXT, user_id TEXT, agent_id TEXT, session_id TEXT, content TEXT,

@@ -193,6 +193,26 @@ def vector_index_statements(model_id: str, dimension: int, *, concurrently: bool
     return out
 
 
+# The indexes no query needs to be right, only fast (the constraints' indexes, the scope's and the
+# content hash's are not among them: they serve a user's exact recall, get, list and dedupe). A large
+# import into a small store drops them and `IndexBuilder` builds them again concurrently afterwards
+# (`Plans.defer_secondary_indexes`), as migrations 1, 8 and 12 made them: (name, CREATE INDEX statement).
+SECONDARY_INDEXES = (
+    ("polymem_memories_tsv", "CREATE INDEX CONCURRENTLY IF NOT EXISTS polymem_memories_tsv ON polymem_memories "
+                             "USING gin (tsv) WITH (fastupdate = off)"),
+    ("polymem_memories_recent", "CREATE INDEX CONCURRENTLY IF NOT EXISTS polymem_memories_recent ON polymem_memories "
+                                "(namespace, status, created_at)"),
+    ("polymem_memories_models", "CREATE INDEX CONCURRENTLY IF NOT EXISTS polymem_memories_models ON polymem_memories "
+                                "(namespace, embedding_model) WHERE status = 'active'"),
+    ("polymem_memories_novector", "CREATE INDEX CONCURRENTLY IF NOT EXISTS polymem_memories_novector ON "
+                                  "polymem_memories (namespace) WHERE status = 'active' AND vector IS NULL"),
+    ("polymem_memories_written", "CREATE INDEX CONCURRENTLY IF NOT EXISTS polymem_memories_written ON polymem_memories "
+                                 "(namespace, updated_at)"),
+)
+# Held while the secondary indexes are dropped or built (one builder at a time, no drop under a build).
+SECONDARY_BUILD_LOCK = _hash64("build:\x00secondary")
+
+
 # Raise (never lower) what an index build may use: an HNSW graph built in memory is many times
 # faster than one spilling (about 2 KB a 384-d row). Parameter: local to the transaction or not.
 MAINTENANCE_SETTINGS = (

@@ -12,7 +12,7 @@ from .._storage import Batch, Insert
 from .._text import check_language, language_of
 from ._cache import DEFAULT_VECTOR_CACHE_MB, ScopeWrites, TermStatistics, VectorCache, cached_rows
 from ._driver import _import_psycopg, run_plan_sync, split_url, vector_dumper
-from ._indexes import IndexBuilder, unbuilt_vector_indexes
+from ._indexes import IndexBuilder, unbuilt_secondary_indexes, unbuilt_vector_indexes
 from ._plans import Plans, search_statements
 from ._schema import migrate
 from ._sql import PgPlan, Q
@@ -52,7 +52,8 @@ class PostgresStore:
                 raise PolymemError(f"the store's full text is in {self.language}, not {self._options['language']}: "
                                    "migrate it to that language (polymem migrate with ?language= in the URL)")
             # Indexes an import left for later, or a build that died: built now, in the background.
-            if auto_migrate and run_plan_sync(conn, unbuilt_vector_indexes()):
+            if auto_migrate and (run_plan_sync(conn, unbuilt_secondary_indexes())
+                                 or run_plan_sync(conn, unbuilt_vector_indexes())):
                 self.index_builder.request()
 
     def build_vector_indexes(self, timeout: float | None = None) -> bool:

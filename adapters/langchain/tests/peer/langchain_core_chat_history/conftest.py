@@ -6,9 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from polymem.testing.backends import Backend
-
-from ._swap import store_in
+from polymem.testing.backends import Backend, store_in
 
 _EQUALITY = ("compares history objects with `==`, which for InMemoryChatMessageHistory is pydantic's field-by-field "
              "equality; PolymemChatMessageHistory is a handle on a stored session, compared by identity")

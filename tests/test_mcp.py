@@ -233,3 +233,56 @@ async def test_recall_with_explain_gives_each_hit_its_score_parts_as_structured_
         assert why["text"]["rank"] == pytest.approx(1.0) and why["text"]["terms"]
         assert {"base", "decay_factor", "access_bonus", "value"} <= set(why["live"])
 
+
+
+async def test_structured_results_match_the_output_schemas_from_the_same_models() -> None:
+    """Each tool's structured result validates against the output schema it declares with
+    `output_schemas=True` (the codec's model), explanations included."""
+    import jsonschema
+
+    from polymem.mcp_server import Caller, call_tool
+
+    schemas = {t.name: t.outputSchema for t in tool_definitions(output_schemas=True)}
+    with polymem.open("memory://", embedder=None) as mem:
+        async def run(op: ops.Operation[object]) -> object:
+            return mem.execute(op)
+
+        caller = Caller(run)
+        saved = await call_tool(caller, "mcp:pytest", "save_memory", {"content": "Ann likes tea", "user_id": "ann"})
+        assert saved.structuredContent is not None
+        mid = saved.structuredContent["memory_id"]
+        calls = {"save_memory": saved,
+                 "recall_memories": await call_tool(caller, "mcp:pytest", "recall_memories",
+                                                    {"query": "tea", "user_id": "ann", "explain": True}),
+                 "get_memory": await call_tool(caller, "mcp:pytest", "get_memory", {"memory_id": mid}),
+                 "memory_history": await call_tool(caller, "mcp:pytest", "memory_history", {"memory_id": mid}),
+                 "list_memories": await call_tool(caller, "mcp:pytest", "list_memories", {"user_id": "ann"})}
+        assert calls["recall_memories"].structuredContent is not None
+        assert calls["recall_memories"].structuredContent["memories"][0]["explanation"]
+        for name, result in calls.items():
+            assert not result.isError and result.structuredContent is not None
+            jsonschema.validate(result.structuredContent, schemas[name])
+            assert json.loads(text(result)) == result.structuredContent  # the text block is the same JSON
+
+
+def test_stdio_transport_writes_each_message_as_the_sdks_json() -> None:
+    """An answer (written by orjson) reads back as what the SDK's own dump gives; anything orjson
+    cannot write (an integer past 64 bits) and every other message go through the SDK's dump."""
+    from polymem.mcp_server import _line
+
+    hit = {"memory_id": "m1", "content": "Ann ✈ prefers \"window\" seats\n", "similarity": None, "score": 0.1 + 0.2,
+           "entities": [], "metadata": {"nested": {"x": [1, 2.5e-7, True, None]}}}
+    messages = [
+        types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"content": [{"type": "text", "text": "{}"}],
+                                                             "structuredContent": {"memories": [hit]},
+                                                             "isError": False}),
+        types.JSONRPCResponse(jsonrpc="2.0", id="abc", result={"big": 2**70}),
+        types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=-32602, message="bad")),
+        types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info"}),
+    ]
+    for root in messages:
+        message = types.JSONRPCMessage(root)
+        line = _line(message)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert json.loads(line) == json.loads(message.model_dump_json(by_alias=True, exclude_none=True))
+        assert types.JSONRPCMessage.model_validate_json(line) == message

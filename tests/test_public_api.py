@@ -164,3 +164,16 @@ def test_memory_ids_are_distinct_uuid4_strings() -> None:
     for text in ids:
         parsed = uuid.UUID(text)
         assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_times_travel_as_iso_8601_in_utc_whatever_their_offset() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from polymem._time import to_iso
+
+    utc = datetime(2026, 3, 1, 12, 30, 5, 250, tzinfo=timezone.utc)
+    assert to_iso(utc) == "2026-03-01T12:30:05.000250+00:00"
+    assert to_iso(utc.astimezone(timezone(timedelta(hours=9)))) == to_iso(utc)
+    assert to_iso(None) is None
+    with pytest.raises(polymem.NaiveDatetimeError):
+        to_iso(datetime(2026, 3, 1))

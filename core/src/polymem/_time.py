@@ -34,7 +34,11 @@ def require_aware(value: datetime, what: str = "datetime") -> datetime:
 
 def to_iso(value: datetime | None) -> str | None:
     """ISO-8601 text of an aware datetime (None stays None)."""
-    return None if value is None else require_aware(value).isoformat()
+    if value is None:
+        return None
+    if isinstance(value, datetime) and value.tzinfo is timezone.utc:  # what polymem holds: nothing to convert
+        return value.isoformat()
+    return require_aware(value).isoformat()
 
 
 def from_iso(text: str | None, what: str = "timestamp") -> datetime | None:

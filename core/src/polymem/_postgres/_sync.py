@@ -273,8 +273,8 @@ class PostgresBackend(PostgresStore, Backend):
                     load(*pending)
         finally:
             self._gather_text_index_writes(False)
-        if build_index and (models or deferred):
-            self.index_builder.request()
+            if build_index and (models or deferred):  # (after a failed batch too: what it dropped)
+                self.index_builder.request()
         return report
 
     def _gather_text_index_writes(self, gather: bool) -> None:

@@ -600,11 +600,11 @@ class Plans:
         return report
 
     def _load(self, namespace: str, stage: Sequence[tuple[Any, ...]], versions: Sequence[tuple[Any, ...]]) -> PgPlan[int]:
-        """Staged rows into the table, those whose id (unique over every namespace) or idempotency
-        key is stored already left out; returns how many went in. Binary COPY straight into the
-        table and the versions'; at the first row breaking a unique constraint (a re-import, a
-        writer beside it, versions of a deleted memory) the COPYs are undone and the rows go through
-        a staging table and INSERT ... ON CONFLICT instead (`_load_staged`)."""
+        """Staged rows into the table; returns how many went in. Binary COPY straight into the
+        table and the versions'. At the first row breaking a unique constraint (an id or idempotency
+        key the namespace holds: a re-import, a writer beside it; versions of a deleted memory) the
+        COPYs are undone and the rows go through a staging table and INSERT ... ON CONFLICT
+        instead (`_load_staged`), which leaves those out."""
         yield Q("SAVEPOINT polymem_load", None, "none")
         try:
             yield Q(f"COPY polymem_memories ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",

@@ -442,3 +442,41 @@ def test_a_failed_import_raises_a_typed_error_and_leaves_what_was_stored(backend
     assert _top10(backend, query, None) == _exact_top10(rows, query, None)
     assert backend.build_vector_indexes(timeout=60)
     assert len(_secondary(backend.conninfo)) == 5
+
+
+def test_an_import_into_a_store_twice_its_size_keeps_its_vector_indexes(backend: Any) -> None:
+    backend.plans.bulk_rows = 1000
+    backend.import_rows("default", _rows(300, 10_000), [], NOW)  # not bulk: every index built with the rows
+    before = _states(backend.conninfo)
+    assert len(before) == 2 and all(before.values())
+    backend.plans.bulk_rows = 50
+    assert backend.import_rows("default", _rows(120), [], NOW).imported == 120  # 300 stored >= twice 120
+    assert _states(backend.conninfo) == before
+    assert len(_secondary(backend.conninfo)) == 5
+
+
+def test_readers_are_not_blocked_while_a_large_import_loads(backend: Any) -> None:
+    import threading
+
+    import psycopg
+
+    from polymem._storage import ListRecords
+
+    backend.import_rows("default", _rows(1, 10_000), [], NOW)  # user u1's scope stamp now exists
+    rows = _rows(120)
+    with psycopg.connect(backend.conninfo) as holder:
+        # The import's statement trigger stamps u1's scope: it waits here, its load not yet committed.
+        holder.execute("SELECT 1 FROM polymem_scope_stamps WHERE user_id = 'u1' FOR UPDATE")
+        loading = threading.Thread(target=backend.import_rows, args=("default", rows, [], NOW))
+        loading.start()
+        with psycopg.connect(backend.conninfo, autocommit=True) as reader:
+            deadline = time.monotonic() + 30
+            while not reader.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                     "AND query LIKE 'COPY polymem_memories %%'").fetchone():
+                assert time.monotonic() < deadline, "the import never waited on the stamp"
+                time.sleep(0.05)
+            reader.execute("SET lock_timeout = '2s'")
+            assert reader.execute("SELECT count(*) FROM polymem_memories").fetchone() == (1,)
+        holder.rollback()
+        loading.join(30)
+    assert len(backend.list(ListRecords("default", limit=1000))) == 121

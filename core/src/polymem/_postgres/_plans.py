@@ -582,15 +582,9 @@ class Plans:
             report.duplicates += not (yield from self._import_tombstone(namespace, item))
         rows = [r for r in rows if r.get("deleted_at") is None]
         if rows:
-            models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
-            bulk = len(rows) >= self.bulk_rows
-            if bulk:
-                yield from self.defer_secondary_indexes(len(rows))
-            for model, dim in models:
-                if bulk:
-                    yield from self.defer_vector_indexes(model, dim)
-                else:
-                    yield from self._ensure_index(model, dim)
+            for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in rows
+                               if r.get("vector") is not None}:
+                yield from self._ensure_index(model, dim)
             stage, versions = staged if staged is not None else stage_import(namespace, rows)
             yield Q(_IMPORT_MEMORY, None, "none")
             report.imported = yield from self._load(namespace, stage, versions)
@@ -661,6 +655,20 @@ class Plans:
                        "ORDER BY t.deleted_at, t.memory_id", (namespace, *params))
         return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(deleted_at.astimezone(timezone.utc)),
                  "versions": [json.loads(v) for v in versions]} for memory_id, owner, deleted_at, versions in rows]
+
+    def defer_indexes(self, rows: Sequence[dict[str, Any]]) -> PgPlan[bool]:
+        """Before `import_rows` loads `rows` (as many as `bulk_rows` or more) into a store holding
+        fewer than twice as many, in a transaction of its own (dropping an index locks the table,
+        readers included, until the transaction ends): the secondary indexes and the rows' models'
+        vector indexes dropped, to be built afterwards, concurrently (`IndexBuilder`). Into a larger
+        store every index is kept (building them again would cost more than the load saves): False."""
+        (stored,) = yield Q("SELECT count(*) FROM (SELECT FROM polymem_memories LIMIT %s) s", (2 * len(rows),), "one")
+        if stored >= 2 * len(rows):
+            return False
+        yield from self.defer_secondary_indexes(len(rows))
+        for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}:
+            yield from self.defer_vector_indexes(model, dim)
+        return True
 
     def defer_secondary_indexes(self, rows: int) -> PgPlan[bool]:
         """Before loading `rows` rows into a store holding fewer than twice as many: the secondary

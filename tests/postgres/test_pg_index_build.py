@@ -371,3 +371,112 @@ def test_a_secondary_index_a_dead_build_left_invalid_is_rebuilt_when_a_store_ope
         assert set(valid for _, valid in _memories_indexes(pg_url).values()) == {True}
     finally:
         second.close()
+
+
+def _with_terms(i: int, words: list[str]) -> dict[str, Any]:
+    row = _rows(1, i)[0]
+    return {**row, "terms": words}
+
+
+def test_an_imported_memorys_full_text_is_the_one_a_save_writes(backend: Any) -> None:
+    import psycopg
+
+    from polymem._postgres._sql import scope_lexeme, tsvector_literal
+
+    odd = [["it's", "back\\slash", "zoë", "naïve", "日本"], ["again", "and", "again", "again"],
+           ["word"] * 300, [f"w{n % 40}" for n in range(17_000)], [], ["", "x" * 2100, "kept"]]
+    rows = [_with_terms(i, words) for i, words in enumerate(odd)]
+    rows.append(_with_terms(99, [scope_lexeme("default", "u0")]))  # a term equal to the scope lexeme
+    rows += _rows(60, 100)  # large enough to load in bulk
+    assert _unloaded(backend, rows).imported == len(rows)
+    with psycopg.connect(backend.conninfo) as conn:
+        for row in rows:
+            rec = row["record"]
+            same = conn.execute("SELECT tsv = %s::tsvector FROM polymem_memories WHERE memory_id = %s",
+                                (tsvector_literal("default", rec.user_id, row["terms"]), rec.memory_id)).fetchone()
+            assert same == (True,), rec.memory_id
+
+
+def test_importing_the_same_rows_again_stores_each_memory_and_version_once(backend: Any) -> None:
+    import psycopg
+
+    rows = _rows(150)
+    assert _unloaded(backend, rows[:120], size=60).imported == 120
+    report = _unloaded(backend, rows, size=60)  # 120 stored already, 30 new among them
+    assert (report.imported, report.duplicates) == (30, 120)
+    with psycopg.connect(backend.conninfo) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT memory_id) FROM polymem_memories").fetchone() == (150, 150)
+        assert conn.execute("SELECT count(*) FROM polymem_memory_versions").fetchone() == (150,)
+    query = _vectors(1, 4000)[0]
+    assert _top10(backend, query, "u2") == _exact_top10(rows, query, "u2")
+
+
+def test_an_import_skips_the_idempotency_keys_the_store_holds(backend: Any) -> None:
+    rows = _rows(120)
+    for n, row in enumerate(rows):
+        row["idempotency_key"] = f"k{n}"
+    assert _unloaded(backend, rows[:60]).imported == 60
+    renamed = [{**row, "record": row["record"].replace(memory_id=f"other-{n}")} for n, row in enumerate(rows)]
+    report = _unloaded(backend, renamed)  # the first 60 keys are stored, under other ids
+    assert (report.imported, report.duplicates) == (60, 60)
+    assert backend.get("default", ["other-3", "b-3", "other-70"]) != []
+    assert [r.memory_id for r in backend.get("default", ["other-3", "b-3", "other-70"])] == ["b-3", "other-70"]
+
+
+def test_a_failed_import_raises_a_typed_error_and_leaves_what_was_stored(backend: Any) -> None:
+    import psycopg
+
+    rows = _rows(120)
+    assert _unloaded(backend, rows).imported == 120
+    assert backend.build_vector_indexes(timeout=60)
+    bad = _rows(80, 500)
+    bad[70]["vector"] = np.ones(17, dtype=np.float32) / np.sqrt(17)  # another dimension than the model's
+    with pytest.raises(polymem.DimensionMismatchError):
+        backend.import_rows("default", bad, [], NOW)
+    with pytest.raises(polymem.DimensionMismatchError):
+        _unloaded(backend, bad)
+    with psycopg.connect(backend.conninfo) as conn:
+        assert conn.execute("SELECT count(*) FROM polymem_memories").fetchone() == (120,)
+    query = _vectors(1, 5000)[0]
+    assert _top10(backend, query, "u0") == _exact_top10(rows, query, "u0")
+    assert _top10(backend, query, None) == _exact_top10(rows, query, None)
+    assert backend.build_vector_indexes(timeout=60)
+    assert len(_secondary(backend.conninfo)) == 5
+
+
+def test_an_import_into_a_store_twice_its_size_keeps_its_vector_indexes(backend: Any) -> None:
+    backend.plans.bulk_rows = 1000
+    backend.import_rows("default", _rows(300, 10_000), [], NOW)  # not bulk: every index built with the rows
+    before = _states(backend.conninfo)
+    assert len(before) == 2 and all(before.values())
+    backend.plans.bulk_rows = 50
+    assert backend.import_rows("default", _rows(120), [], NOW).imported == 120  # 300 stored >= twice 120
+    assert _states(backend.conninfo) == before
+    assert len(_secondary(backend.conninfo)) == 5
+
+
+def test_readers_are_not_blocked_while_a_large_import_loads(backend: Any) -> None:
+    import threading
+
+    import psycopg
+
+    from polymem._storage import ListRecords
+
+    backend.import_rows("default", _rows(1, 10_000), [], NOW)  # user u1's scope stamp now exists
+    rows = _rows(120)
+    with psycopg.connect(backend.conninfo) as holder:
+        # The import's statement trigger stamps u1's scope: it waits here, its load not yet committed.
+        holder.execute("SELECT 1 FROM polymem_scope_stamps WHERE user_id = 'u1' FOR UPDATE")
+        loading = threading.Thread(target=backend.import_rows, args=("default", rows, [], NOW))
+        loading.start()
+        with psycopg.connect(backend.conninfo, autocommit=True) as reader:
+            deadline = time.monotonic() + 30
+            while not reader.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                     "AND query LIKE 'COPY polymem_memories %%'").fetchone():
+                assert time.monotonic() < deadline, "the import never waited on the stamp"
+                time.sleep(0.05)
+            reader.execute("SET lock_timeout = '2s'")
+            assert reader.execute("SELECT count(*) FROM polymem_memories").fetchone() == (1,)
+        holder.rollback()
+        loading.join(30)
+    assert len(backend.list(ListRecords("default", limit=1000))) == 121

@@ -280,10 +280,12 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
 
     async def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                           now: datetime) -> ImportReport:
-        report = await self._call(self.plans.import_rows, namespace, rows, sessions, now)
-        if len(rows) >= self.plans.bulk_rows:  # loaded without the vector indexes: built now, concurrently
-            self.index_builder.request()
-        return report
+        deferred = len(rows) >= self.plans.bulk_rows and await self._call(self.plans.defer_indexes, rows)
+        try:
+            return await self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        finally:
+            if deferred:  # loaded without them (or failed): built now, concurrently
+                self.index_builder.request()
 
     async def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         return await self._call(self.plans.import_sessions, namespace, sessions)

@@ -48,6 +48,7 @@ from ._sql import (
     scan_key_chars,
     scope_lexeme,
     tsquery_literal,
+    tsvector_bytes,
     tsvector_literal,
     vector_bytes,
     vector_from_bytes,
@@ -581,36 +582,56 @@ class Plans:
             report.duplicates += not (yield from self._import_tombstone(namespace, item))
         rows = [r for r in rows if r.get("deleted_at") is None]
         if rows:
-            models = {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}
-            bulk = len(rows) >= self.bulk_rows
-            if bulk:
-                yield from self.defer_secondary_indexes(len(rows))
-            for model, dim in models:
-                if bulk:
-                    yield from self.defer_vector_indexes(model, dim)
-                else:
-                    yield from self._ensure_index(model, dim)
+            for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in rows
+                               if r.get("vector") is not None}:
+                yield from self._ensure_index(model, dim)
             stage, versions = staged if staged is not None else stage_import(namespace, rows)
             yield Q(_IMPORT_MEMORY, None, "none")
-            yield Q(_STAGE_DDL, None, "none")
-            yield Q("TRUNCATE polymem_stage, polymem_stage_versions", None, "none")
-            yield Q(f"COPY polymem_stage (n, {_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",
-                    _STAGE_TYPES)
-            yield Q("COPY polymem_stage_versions (memory_id, version, record) FROM STDIN (FORMAT BINARY)", versions,
-                    "copy", ("text", "int4", "text"))
-            columns = ", ".join(f"s.{c.strip()}" for c in _INSERT_COLUMNS.split(",")).replace("s.tsv", "s.tsv::tsvector")
-            row = yield Q(
-                f"WITH ins AS (INSERT INTO polymem_memories ({_INSERT_COLUMNS}) SELECT {columns} "
-                "FROM polymem_stage s ORDER BY s.n ON CONFLICT DO NOTHING RETURNING memory_id), "
-                "ver AS (INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) "
-                "SELECT %s, v.memory_id, v.version, v.record FROM polymem_stage_versions v JOIN ins USING (memory_id) "
-                "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record) "
-                "SELECT count(*) FROM ins", (namespace,), "one")
-            report.imported = int(row[0])
+            report.imported = yield from self._load(namespace, stage, versions)
             report.duplicates += len(rows) - report.imported
         if with_sessions:
             report.sessions = yield from self.import_sessions(namespace, sessions)
         return report
+
+    def _load(self, namespace: str, stage: Sequence[tuple[Any, ...]], versions: Sequence[tuple[Any, ...]]) -> PgPlan[int]:
+        """Staged rows into the table; returns how many went in. Binary COPY straight into the
+        table and the versions'. At the first row breaking a unique constraint (an id or idempotency
+        key the namespace holds: a re-import, a writer beside it; versions of a deleted memory) the
+        COPYs are undone and the rows go through a staging table and INSERT ... ON CONFLICT
+        instead (`_load_staged`), which leaves those out."""
+        yield Q("SAVEPOINT polymem_load", None, "none")
+        try:
+            yield Q(f"COPY polymem_memories ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", stage, "copy",
+                    _COPY_TYPES)
+            yield Q("COPY polymem_memory_versions (namespace, memory_id, version, record) FROM STDIN (FORMAT BINARY)",
+                    versions, "copy", _VERSION_TYPES)
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) != "23505":  # unique_violation
+                raise
+            yield Q("ROLLBACK TO SAVEPOINT polymem_load", None, "none")
+            return (yield from self._load_staged(namespace, stage, versions))
+        yield Q("RELEASE SAVEPOINT polymem_load", None, "none")
+        return len(stage)
+
+    @staticmethod
+    def _load_staged(namespace: str, stage: Sequence[tuple[Any, ...]], versions: Sequence[tuple[Any, ...]]) -> PgPlan[int]:
+        """`_load`'s way round a conflict: the rows COPYed into a staging table, then one INSERT
+        skipping ids (or idempotency keys) already present, in the rows' order."""
+        yield Q(_STAGE_DDL, None, "none")
+        yield Q("TRUNCATE polymem_stage, polymem_stage_versions", None, "none")
+        yield Q(f"COPY polymem_stage (n, {_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)",
+                [(n, *row) for n, row in enumerate(stage)], "copy", ("int4", *_COPY_TYPES))
+        yield Q("COPY polymem_stage_versions (namespace, memory_id, version, record) FROM STDIN (FORMAT BINARY)",
+                versions, "copy", _VERSION_TYPES)
+        columns = ", ".join(f"s.{c.strip()}" for c in _INSERT_COLUMNS.split(","))
+        row = yield Q(
+            f"WITH ins AS (INSERT INTO polymem_memories ({_INSERT_COLUMNS}) SELECT {columns} "
+            "FROM polymem_stage s ORDER BY s.n ON CONFLICT DO NOTHING RETURNING memory_id), "
+            "ver AS (INSERT INTO polymem_memory_versions (namespace, memory_id, version, record) "
+            "SELECT %s, v.memory_id, v.version, v.record FROM polymem_stage_versions v JOIN ins USING (memory_id) "
+            "ON CONFLICT (namespace, memory_id, version) DO UPDATE SET record = EXCLUDED.record) "
+            "SELECT count(*) FROM ins", (namespace,), "one")
+        return int(row[0])
 
     def _import_tombstone(self, namespace: str, item: dict[str, Any]) -> PgPlan[bool]:
         """A deleted memory's versions and tombstone; False if the namespace knows its id already."""
@@ -634,6 +655,20 @@ class Plans:
                        "ORDER BY t.deleted_at, t.memory_id", (namespace, *params))
         return [{"memory_id": memory_id, "user_id": owner, "deleted_at": to_iso(deleted_at.astimezone(timezone.utc)),
                  "versions": [json.loads(v) for v in versions]} for memory_id, owner, deleted_at, versions in rows]
+
+    def defer_indexes(self, rows: Sequence[dict[str, Any]]) -> PgPlan[bool]:
+        """Before `import_rows` loads `rows` (as many as `bulk_rows` or more) into a store holding
+        fewer than twice as many, in a transaction of its own (dropping an index locks the table,
+        readers included, until the transaction ends): the secondary indexes and the rows' models'
+        vector indexes dropped, to be built afterwards, concurrently (`IndexBuilder`). Into a larger
+        store every index is kept (building them again would cost more than the load saves): False."""
+        (stored,) = yield Q("SELECT count(*) FROM (SELECT FROM polymem_memories LIMIT %s) s", (2 * len(rows),), "one")
+        if stored >= 2 * len(rows):
+            return False
+        yield from self.defer_secondary_indexes(len(rows))
+        for model, dim in {(r["record"].embedding_model, len(r["vector"])) for r in rows if r.get("vector") is not None}:
+            yield from self.defer_vector_indexes(model, dim)
+        return True
 
     def defer_secondary_indexes(self, rows: int) -> PgPlan[bool]:
         """Before loading `rows` rows into a store holding fewer than twice as many: the secondary
@@ -795,7 +830,7 @@ Staged = tuple[builtins.list[tuple[Any, ...]], builtins.list[tuple[Any, ...]]]
 
 
 def stage_import(namespace: str, rows: Sequence[dict[str, Any]]) -> Staged:
-    """Import rows as the staging COPYs take them: (memories, versions).
+    """Import rows as the COPYs take them: (memories, versions).
 
     Within the batch the first row of a memory id or of an idempotency key wins, as it
     would row by row; the later ones count as duplicates, like rows already stored."""
@@ -812,10 +847,9 @@ def stage_import(namespace: str, rows: Sequence[dict[str, Any]]) -> Staged:
         if key is not None:
             keys.add(key)
         vector = item.get("vector")
-        stage.append((len(stage), *record_values(record), item["content_hash"],
-                      None if vector is None else vector_bytes(vector), key,
-                      tsvector_literal(namespace, record.user_id, item["terms"])))
-        versions.extend((record.memory_id, v["version"], dumps(v)) for v in item["versions"])
+        stage.append((*record_values(record), item["content_hash"], None if vector is None else vector_bytes(vector),
+                      key, tsvector_bytes(namespace, record.user_id, item["terms"])))
+        versions.extend((namespace, record.memory_id, v["version"], dumps(v)) for v in item["versions"])
     return stage, versions
 
 
@@ -828,13 +862,16 @@ CREATE TEMP TABLE IF NOT EXISTS polymem_stage (
     category TEXT, source TEXT, importance DOUBLE PRECISION, entities TEXT[], metadata TEXT,
     created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, last_accessed_at TIMESTAMPTZ, access_count INTEGER,
     expire_at TIMESTAMPTZ, embedding_model TEXT, version INTEGER, status TEXT, content_hash TEXT, vector vector,
-    idempotency_key TEXT, tsv TEXT) ON COMMIT DELETE ROWS;
-CREATE TEMP TABLE IF NOT EXISTS polymem_stage_versions (memory_id TEXT, version INTEGER, record TEXT)
+    idempotency_key TEXT, tsv tsvector) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS polymem_stage_versions (namespace TEXT, memory_id TEXT, version INTEGER, record TEXT)
     ON COMMIT DELETE ROWS;
 """
-_STAGE_TYPES = ("int4", "text", "text", "text", "text", "text", "text", "text", "text", "float8", "text[]", "text",
-                "timestamptz", "timestamptz", "timestamptz", "int4", "timestamptz", "text", "int4", "text",
-                "text", "bytea", "text", "text")
+# The binary COPY's types, column by column (`_INSERT_COLUMNS`); "bytea": bytes sent as they are,
+# in the column's own binary form (pgvector's, `vector_bytes`; tsvector's, `tsvector_bytes`).
+_COPY_TYPES = ("text", "text", "text", "text", "text", "text", "text", "text", "float8", "text[]", "text",
+               "timestamptz", "timestamptz", "timestamptz", "int4", "timestamptz", "text", "int4", "text",
+               "text", "bytea", "text", "bytea")
+_VERSION_TYPES = ("text", "text", "int4", "text")
 
 
 def session_dict(info: SessionInfo, messages: builtins.list[dict[str, Any]]) -> dict[str, Any]:

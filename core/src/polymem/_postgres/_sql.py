@@ -91,6 +91,7 @@ def scope_lexeme(namespace: str, user_id: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)
 def namespace_lexeme(namespace: str) -> str:
     return "zn" + hashlib.sha1(namespace.encode()).hexdigest()[:16]
 
@@ -130,6 +131,31 @@ def tsvector_literal(namespace: str, user_id: str | None, terms: Sequence[str]) 
     body = " ".join([f"{_quote_lexeme(t)}:{p[0]}" if len(p) == 1 else f"{_quote_lexeme(t)}:{','.join(map(str, p))}"
                      for t, p in positions.items()])
     return f"{namespace_lexeme(namespace)}:1A {scope_lexeme(namespace, user_id)}:2A {body}".rstrip()
+
+
+_WEIGHT_A = 3 << 14  # a position's weight, in its top two bits (D = 0)
+# A lexeme's terminating NUL, one position, that position without weight: the common case, ready made.
+_ONE_POSITION = [struct.pack(">xHH", 1, n) for n in range(16384)]
+
+
+def tsvector_bytes(namespace: str, user_id: str | None, terms: Sequence[str]) -> bytes:
+    """`tsvector_literal`'s tsvector in PostgreSQL's binary form (`tsvectorrecv`), for a binary
+    COPY: the lexeme count, then each lexeme NUL-terminated with its positions. Lexemes go in
+    PostgreSQL's order (bytewise; the server then neither sorts nor parses), positions ascending."""
+    positions: dict[str, builtins.list[int]] = {namespace_lexeme(namespace): [1 | _WEIGHT_A],
+                                                scope_lexeme(namespace, user_id): [2 | _WEIGHT_A]}
+    for n, term in enumerate(terms, start=3):
+        slot = positions.get(term)
+        if slot is None:
+            if term and not (len(term) > 500 and _too_long(term)):
+                positions[term] = [n if n < 16383 else 16383]
+        elif len(slot) < 255 and slot[-1] & 0x3FFF < 16383:
+            slot.append(n if n < 16383 else 16383)
+    parts = [struct.pack(">i", len(positions))]
+    for lexeme, at in sorted([(t.encode(), p) for t, p in positions.items()]):
+        parts.append(lexeme)
+        parts.append(_ONE_POSITION[at[0]] if len(at) == 1 and at[0] < 16384 else struct.pack(f">xH{len(at)}H", len(at), *at))
+    return b"".join(parts)
 
 
 def tsquery_literal(scope: str, terms: Sequence[str]) -> str:

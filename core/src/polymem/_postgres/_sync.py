@@ -214,10 +214,12 @@ class PostgresBackend(PostgresStore, Backend):
 
     def import_rows(self, namespace: str, rows: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]],
                     now: datetime) -> ImportReport:
-        report = self._call(self.plans.import_rows, namespace, rows, sessions, now)
-        if len(rows) >= self.plans.bulk_rows:  # loaded without the vector indexes: built now, concurrently
-            self.index_builder.request()
-        return report
+        deferred = len(rows) >= self.plans.bulk_rows and self._call(self.plans.defer_indexes, rows)
+        try:
+            return self._call(self.plans.import_rows, namespace, rows, sessions, now)
+        finally:
+            if deferred:  # loaded without them (or failed): built now, concurrently
+                self.index_builder.request()
 
     def import_sessions(self, namespace: str, sessions: Sequence[dict[str, Any]], now: datetime) -> int:
         return self._call(self.plans.import_sessions, namespace, sessions)
@@ -273,8 +275,8 @@ class PostgresBackend(PostgresStore, Backend):
                     load(*pending)
         finally:
             self._gather_text_index_writes(False)
-        if build_index and (models or deferred):
-            self.index_builder.request()
+            if build_index and (models or deferred):  # (after a failed batch too: what it dropped)
+                self.index_builder.request()
         return report
 
     def _gather_text_index_writes(self, gather: bool) -> None:

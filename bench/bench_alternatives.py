@@ -149,6 +149,10 @@ class Store:
     def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         raise NotImplementedError
 
+    def reopen(self) -> None:
+        """Open a copy of a store this class loaded and closed before (`--store-cache`)."""
+        raise NotImplementedError
+
     def save(self, text: str, vector: np.ndarray) -> None:
         raise NotImplementedError
 
@@ -202,12 +206,15 @@ class PolymemSQLite(Store):
     def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         from polymem import MemoryDraft
 
-        self.mem = self.open()
+        self.reopen()
         for user in range(self.users):
             mine = np.arange(user, len(texts), self.users)
             for start in range(0, len(mine), 5000):
                 rows = mine[start:start + 5000]
                 self.mem.save_many([MemoryDraft(texts[i]) for i in rows], user_id=f"u{user}", vectors=vectors[rows])
+
+    def reopen(self) -> None:
+        self.mem = self.open()
 
     @property
     def scope(self) -> str | None:
@@ -301,11 +308,7 @@ class ChromaDirect(Store):
     imports = ("chromadb",)
 
     def load(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        import chromadb
-
-        self.client = chromadb.PersistentClient(path=str(self.folder / "chroma"))
-        self.col = self.client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"})
-        self.n = 0
+        self.reopen()
         step = 5000
         for start in range(0, len(texts), step):
             chunk = list(texts[start:start + step])
@@ -313,12 +316,24 @@ class ChromaDirect(Store):
                          embeddings=vectors[start:start + step])
             self.n += len(chunk)
 
+    def reopen(self) -> None:
+        import chromadb
+
+        self.client = chromadb.PersistentClient(path=str(self.folder / "chroma"))
+        self.col = self.client.get_or_create_collection("memories", metadata={"hnsw:space": "cosine"})
+        self.n = self.col.count()
+
     def save(self, text: str, vector: np.ndarray) -> None:
         self.col.add(ids=[str(self.n)], documents=[text], embeddings=vector[None, :])
         self.n += 1
 
     def nearest(self, text: str, vector: np.ndarray) -> list[str]:
         return list(self.col.query(query_embeddings=vector[None, :], n_results=K)["documents"][0])
+
+    def close(self) -> None:
+        close = getattr(self.client, "close", None)  # Chroma 1.5: writes out and lets go of its files
+        if close is not None:
+            close()
 
 
 class AutogenChroma(Store):
@@ -564,7 +579,7 @@ def median_pct(passes: list[list[float]], q: float) -> float:
 
 
 def measure(store_name: str, size: int, data: Path, queries: int, saves: int, repeats: int,
-            budget_s: float, users: int = 1) -> dict[str, Any]:
+            budget_s: float, users: int = 1, store_cache: Path | None = None) -> dict[str, Any]:
     arrays = np.load(data / "vectors.npz")
     base, qbase = arrays["base"], arrays["queries"]
     meta = json.loads((data / "meta.json").read_text())
@@ -585,10 +600,27 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
             cls.users = users
         for module in cls.imports:
             importlib.import_module(module)
+        # `--store-cache`: the store as loaded (and closed) before, copied, so that this run's
+        # saves do not reach the next run's copy; only stores with `reopen` are kept
+        kept = None if store_cache is None or cls.reopen is Store.reopen else \
+            store_cache / f"{store_name}-{size}-{users}u-{data_key(data)}"
+        if kept is not None and (kept / "complete").exists():
+            shutil.rmtree(folder)
+            shutil.copytree(kept, folder)
         reset_peak()
         before = rss_mb("VmRSS")
         store = cls(folder, lookup)
-        load_s = timed(lambda: store.load(texts, vectors))
+        if kept is not None and (kept / "complete").exists():
+            load_s = None
+            store.reopen()
+        else:
+            load_s = timed(lambda: store.load(texts, vectors))
+            if kept is not None:
+                store.close()
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.copytree(folder, kept)
+                (kept / "complete").write_text(f"loaded in {load_s:.1f} s\n")
+                store.reopen()
         store.warm(qtexts[0], qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
         save_passes, recall_passes, save_rates, rates, saved = [], [], [], [], []
         for r in range(repeats):
@@ -614,7 +646,8 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
         store.close()
         peak = rss_mb("VmHWM") - before
         disk = store.disk_mb()
-        return {"store": store_name, "size": size, "note": cls.note, "load_per_s": size / load_s,
+        return {"store": store_name, "size": size, "note": cls.note,
+                "load_per_s": None if load_s is None else size / load_s,
                 "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
                 "save_per_s": float(np.median(save_rates)),
                 "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
@@ -623,6 +656,12 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
                 "exact_found": found}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def data_key(data: Path) -> str:
+    """What a kept store was loaded from (the embeddings the data is built from)."""
+    arrays = np.load(data / "vectors.npz")
+    return hashlib.sha256(b"".join(arrays[name].tobytes() for name in sorted(arrays.files))).hexdigest()[:12]
 
 
 def exact_found(store: Store, texts: Sequence[str], vectors: np.ndarray, extra_texts: Sequence[str],
@@ -732,7 +771,8 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
             cls = BY_NAME[r["store"]]
             label = cls.label + ("" if cls.searches else " — *no search: reads the whole history*")
             ratio = f"{r['recall_p50'] / ref['recall_p50']:.2f}×" if ref else "–"
-            out.append(f"| {label} | {'yes' if cls.persists else 'no'} | {r['load_per_s']:,.0f} | "
+            load = "kept" if r["load_per_s"] is None else f"{r['load_per_s']:,.0f}"
+            out.append(f"| {label} | {'yes' if cls.persists else 'no'} | {load} | "
                        f"{r['save_p50']:.2f} | {r['save_p99']:.2f} | {r['save_per_s']:,.0f} | {r['recall_p50']:.2f} | "
                        f"{r['recall_p99']:.2f} | "
                        f"{r['recall_per_s']:,.0f} | {found_share(r)} | {r['peak_mb']:.0f} | {r['disk_mb']:.1f} | "
@@ -819,6 +859,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=1,
                         help="polymem: spread the memories over this many users and recall over every user "
                              "(the other stores hold one collection either way)")
+    parser.add_argument("--store-cache", type=Path,
+                        help="keep each store as loaded in this folder and start later runs from a copy of it "
+                             "(their load/s then reads `kept`): for sizes whose load alone takes most of an hour")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     parser.add_argument("--plot", type=Path, default=HERE / "alternatives_latency.png")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
@@ -828,7 +871,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         row = measure(args.child[0], int(args.child[1]), Path(args.child[2]), args.queries, args.saves,
-                      args.repeats, args.budget, args.users)
+                      args.repeats, args.budget, args.users, args.store_cache)
         print("ROW " + json.dumps(row), flush=True)
         return 0
 
@@ -858,7 +901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.in_process:
                     try:
                         rows.append(measure(store.name, size, Path(data), args.queries, args.saves, args.repeats,
-                                            args.budget, args.users))
+                                            args.budget, args.users, args.store_cache))
                         print(f"done {store.name} at {size:,}", flush=True)
                     except Exception as exc:  # noqa: BLE001 - one store failing must not hide the others
                         failed[store.name] = f"{type(exc).__name__}: {exc}"[:300]
@@ -866,7 +909,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 cmd = [sys.executable, __file__, "--child", store.name, str(size), data, "--queries",
                        str(args.queries), "--saves", str(args.saves), "--repeats", str(args.repeats),
-                       "--budget", str(args.budget), "--users", str(args.users)]
+                       "--budget", str(args.budget), "--users", str(args.users)] \
+                    + ([] if args.store_cache is None else ["--store-cache", str(args.store_cache)])
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")), None)
                 if proc.returncode != 0 or line is None:

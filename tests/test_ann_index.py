@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 
 import faiss
@@ -201,9 +202,10 @@ def test_small_scopes_are_searched_exactly_without_an_index(tmp_path: Path) -> N
 
 
 # -- a recall over every user of a namespace: the span's index -------------------------------------------
-def spread(path: Path, vectors: np.ndarray, users: int, namespace: str = "default") -> tuple[polymem.Memory, list[str]]:
+def spread(path: Path, vectors: np.ndarray, users: int, namespace: str = "default",
+           clock: FakeClock | None = None) -> tuple[polymem.Memory, list[str]]:
     """The vectors saved over `users` users (row i for user i % users), none of whom reaches the threshold."""
-    mem = polymem.open(f"sqlite:///{path}", embedder=VectorTable(), clock=FakeClock(), namespace=namespace)
+    mem = polymem.open(f"sqlite:///{path}", embedder=VectorTable(), clock=clock or FakeClock(), namespace=namespace)
     ids = [""] * len(vectors)
     for user in range(users):
         rows = range(user, len(vectors), users)
@@ -281,3 +283,30 @@ def test_a_memory_saved_after_the_build_is_found_by_a_recall_over_every_user(tmp
     assert scope.build_seconds is None  # read from its file, not built again
     assert reopened.nearest(newcomer, user_id=None, top_k=1)[0][0].content == "written by another store, for a new user"
     reopened.close()
+
+
+def test_a_recall_over_every_user_never_returns_an_expired_memory(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    vectors = clustered(ROWS, seed=26)
+    clock = FakeClock()
+    mem, _ = spread(db, vectors, users=3, clock=clock)
+    span_indexed(mem)
+    queries = clustered(10, seed=27)
+    expiring = {mem.save(f"expires soon {i}", user_id="u9", vector=query,
+                         expire_at=clock.now + timedelta(minutes=1)).memory_id for i, query in enumerate(queries)}
+    before = [{record.memory_id for record, _ in mem.nearest(query, user_id=None, top_k=10)} for query in queries]
+    assert all(found & expiring for found in before)  # the best matches while they live
+    clock.advance(minutes=2)
+    for query in queries:
+        found = {record.memory_id for record, _ in mem.nearest(query, user_id=None, top_k=10)}
+        assert len(found) == 10
+        assert not found & expiring
+    mem.close()
+
+
+def test_a_larger_index_reads_a_larger_share_of_its_cells() -> None:
+    assert _ann.probes(632, 100_000) == _ann.PROBES
+    assert _ann.probes(516, 50_000) == _ann.PROBES
+    assert _ann.probes(516, 200_000) > _ann.PROBES * 516 / 632 * 1.5
+    assert _ann.probes(2_000, 1_000_000) == round(2_000 * _ann.PROBED_SHARE * _ann.LARGE_SHARE)
+    assert _ann.probes(20, 1_000_000) == 20  # never more cells than the index has

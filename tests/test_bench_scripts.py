@@ -121,6 +121,21 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
     assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
 
 
+def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path) -> None:
+    args = [str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4", "--repeats", "1",
+            "--base", "40", "--only", "polymem-sqlite", "numpy", "--no-record", "--plot", str(tmp_path / "p.png"),
+            "--store-cache", str(tmp_path / "kept")]
+    runs = []
+    for run in range(2):
+        _run([*args, "--json", str(tmp_path / f"rows{run}.json")], tmp_path)
+        runs.append({r["store"]: r for r in json.loads((tmp_path / f"rows{run}.json").read_text())})
+    assert runs[0]["polymem-sqlite"]["load_per_s"] > 0  # loaded, then kept
+    assert runs[1]["polymem-sqlite"]["load_per_s"] is None  # a copy of the kept store
+    assert runs[1]["polymem-sqlite"]["exact_found"] == 1.0  # the first run's saves are not in the copy
+    assert runs[1]["numpy"]["load_per_s"] > 0  # nothing to reopen: loaded every time
+    assert [p.name.split("-")[:2] for p in (tmp_path / "kept").iterdir()] == [["polymem", "sqlite"]]
+
+
 def test_mcp_bench_runs_at_a_tiny_size(tmp_path: Path) -> None:
     if importlib.util.find_spec("mcp") is None:
         return  # the MCP server is an extra (polymem[mcp])

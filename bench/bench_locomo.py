@@ -19,6 +19,8 @@ Methods:
 - `polymem no decay/reinforce`: `ScoringPolicy(decay=False, reinforce=False)`;
 - `polymem without sitting context`: `ScoringPolicy(context_weight=0)`, each memory ranked by its own
   relevance alone, not also by the best of the other memories written in its sitting (session);
+- `polymem without the query's time`: `ScoringPolicy(time_weight=0)`, the period a question names ("in
+  May 2023") and its asking when ("When did…?") not weighed against the memories' dates;
 - with `--experiments`, variants measured through polymem's API without editing the core: a
   ScoringPolicy, an experimental `rank` on the engine, another analyzer (the core's term
   functions swapped for the run), another candidate count, or an experimental full-text
@@ -370,7 +372,8 @@ def variants(experiments: bool) -> list[Variant]:
     off = ScoringPolicy(decay=False, reinforce=False)
     out = [Variant("polymem default", ScoringPolicy()),
            Variant("polymem no decay/reinforce", off),
-           Variant("polymem without sitting context (context_weight 0)", ScoringPolicy(context_weight=0.0))]
+           Variant("polymem without sitting context (context_weight 0)", ScoringPolicy(context_weight=0.0)),
+           Variant("polymem without the query's time (time_weight 0)", ScoringPolicy(time_weight=0.0))]
     if experiments:
         out += [
             Variant("exp: decay on, reinforce off", ScoringPolicy(reinforce=False)),

@@ -51,6 +51,48 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(body, re.IGNOR
 _UNTIL = re.compile(r"\b(?:until|till|til|through|up to)\s+(?:the\s+)?$", re.IGNORECASE)
 _FUTURE = re.compile(r"\b(?:will|shall|going to|gonna|plan(?:ning)? to|about to|intend to)\b|\w'll\b",
                      re.IGNORECASE)
+_WHEN = re.compile(r"^\W*(?:when|what\s+(?:date|day|time|year|month)|how\s+long\s+ago|which\s+(?:date|day|year|month))\b",
+                   re.IGNORECASE)
+# How long the period a date expression names lasts, by its kind (and unit).
+_SPANS = {"iso": "day", "day": "day", "word": "day", "weekday": "day", "month": "month", "year": "year"}
+
+
+def asks_when(question: str) -> bool:
+    """Whether a question asks for a time ("When did…", "What date…", "How long ago…"): what
+    answers it states one."""
+    return _WHEN.search(question) is not None
+
+
+def read_date(sentence: str, said_at: datetime) -> date | None:
+    """The day the sentence's first date expression names (`read_validity`'s), None if none."""
+    start, end = read_validity(sentence, said_at)
+    day = start or end
+    return None if day is None else day.date()
+
+
+def read_period(text: str, now: datetime) -> tuple[date, date] | None:
+    """The period the text's first date expression names, read relative to `now` as
+    `read_validity` reads one: (its first day, the day after its last), a day for "on May 8th"
+    or "yesterday", a week for "last week", a month for "in May 2023", a year for "in 2022";
+    None when the text names no time."""
+    future = _FUTURE.search(text) is not None
+    for kind, pattern in _PATTERNS:
+        found = pattern.search(text)
+        if found is None:
+            continue
+        groups = found.groupdict()
+        start = _resolve(kind, groups, now.date(), future=future)
+        if start is None:
+            continue
+        unit = _SPANS.get(kind) or groups["unit"].casefold()
+        try:
+            end = start + timedelta(days=7) if unit == "week" else _shift(start, unit, 1)
+        except (ValueError, OverflowError):
+            continue
+        return start, end
+    return None
+
+
 def read_validity(sentence: str, said_at: datetime) -> tuple[datetime | None, datetime | None]:
     """`(valid_from, valid_to)` the sentence's first date expression gives, each None when it
     gives none: the start of the day, week, month or year it names (midnight in `said_at`'s

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import numpy as np
 from . import _plan
 from ._backend import Candidate, NewRecord, SearchRequest, bm25_idf, bm25_ranks, bm25_scores, selective_terms
 from ._consolidation import CONSOLIDATION_PAGE, CONSOLIDATION_STEPS, ScopeIndex, Slots
+from ._dates import asks_when, read_date, read_period
 from ._embedders import as_matrix
 from ._errors import (
     ContentRejectedError,
@@ -718,8 +719,10 @@ class Engine:
         admit_all = min_relevance is not None or broad
         # Without a threshold to filter by, only each ranking's best `best` can be among the merged best.
         keep = max(top_k, depth)
-        # The context step (see `_in_context`) may lift a hit from below the first `keep`.
-        pool = max(keep, CONTEXT_POOL) if self.scoring.context_weight else keep
+        # The time the query asks for (see `_in_time`); read here, as it widens the pool.
+        when = self._asked_time(query, now)
+        # The context and time steps (see `_in_context`, `_in_time`) may lift a hit from below the first `keep`.
+        pool = max(keep, CONTEXT_POOL) if self.scoring.context_weight or when is not None else keep
         best = None if min_relevance is not None else pool
         rankings = []
         best_text: builtins.list[Candidate | None] = []  # each query's best full-text match
@@ -742,7 +745,9 @@ class Engine:
             hits = [h for h in hits if h.relevance >= cut]
         hits = hits[:pool]
         # Until here a hit may carry its bare candidate (see `rank`): the top k are fetched whole.
-        stand_ins: set[str] = {h.memory.memory_id for h in hits[:keep] if not isinstance(h.memory, MemoryRecord)}
+        # (the time step reads what the hits of the whole pool say)
+        stand_ins: set[str] = {h.memory.memory_id for h in hits[:keep if when is None else pool]
+                               if not isinstance(h.memory, MemoryRecord)}
         # The calibration below reads the best text matches too (one fetch with the top k).
         texts = {} if broad else {c.id: c.record for c in best_text if c is not None}
         texts.update((h.memory.memory_id, h.memory) for h in hits
@@ -761,6 +766,8 @@ class Engine:
                 hits = [h for h in hits if h.relevance >= cut]
         if self.scoring.context_weight:
             hits = self._in_context(hits)
+        if when is not None:
+            hits = self._in_time(hits, *when)
         hits = hits[:keep]
         # A hit the context lifted from below the first `keep` is fetched now.
         late = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
@@ -864,6 +871,40 @@ class Engine:
                                               "minutes": policy.context_minutes}
                 hit.explanation["score"] = score
             out.append(replace(hit, score=score))
+        out.sort(key=hit_order)
+        return out
+
+    def _asked_time(self, query: str, now: datetime) -> tuple[tuple[date, date] | None, bool] | None:
+        """The time `query` asks for: (the period it names, or None; whether it asks for a time
+        at all, "When did…?"), None when neither, or when `time_weight` is 0. The patterns are
+        English: other languages' queries ask for none."""
+        if not self.scoring.time_weight or self.language != DEFAULT_LANGUAGE:
+            return None
+        period, asks = read_period(query, now), asks_when(query)
+        return (period, asks) if period is not None or asks else None
+
+    def _in_time(self, hits: builtins.list[RecallHit], period: tuple[date, date] | None,
+                 asks: bool) -> builtins.list[RecallHit]:
+        """The hits ordered by the time their query asks for (`ScoringPolicy.in_time`): a memory
+        neither written in the period the query names nor stating a day in it, and for a question
+        asking when, a memory stating no time, ranks by less of its score. Relevances stay as
+        they were, so that a threshold reads the memory's own."""
+        policy = self.scoring
+        out = []
+        for hit in hits:
+            written = hit.memory.created_at
+            stated = read_date(hit.memory.content, written) if isinstance(hit.memory, MemoryRecord) else None
+            in_period = period is None or any(d is not None and period[0] <= d < period[1]
+                                              for d in (written.date(), stated))
+            misses = (not in_period) + (asks and stated is None)
+            score = policy.in_time(hit.score, misses)
+            if hit.explanation is not None:
+                hit.explanation["time"] = {
+                    "period": None if period is None else [period[0].isoformat(), period[1].isoformat()],
+                    "in_period": in_period, "asks_when": asks,
+                    "stated": None if stated is None else stated.isoformat(), "weight": policy.time_weight}
+                hit.explanation["score"] = score
+            out.append(replace(hit, score=score) if misses else hit)
         out.sort(key=hit_order)
         return out
 

@@ -271,6 +271,14 @@ class ContextOut(_Model):
     minutes: float = Field(description="ScoringPolicy.context_minutes.")
 
 
+class TimeOut(_Model):
+    period: list[str] | None = Field(description="The period the query names: [first day, day after the last] (None: none).")
+    in_period: bool = Field(description="Whether the memory was written in it or states a day in it (true when none).")
+    asks_when: bool = Field(description="Whether the query asks for a time (\"When did…?\").")
+    stated: str | None = Field(description="The day the memory's words state, if any.")
+    weight: float = Field(description="ScoringPolicy.time_weight: the share of its score a memory loses per miss.")
+
+
 class QueryVariantOut(_Model):
     text: str = Field(description="The query that found the memory with its best score.")
     variant: int = Field(description="0: the query as asked; 1…: the rewriter's variants, in its order.")
@@ -291,6 +299,8 @@ class ExplanationOut(_Model):
     context: ContextOut | None = Field(default=None, description=(
         "Only on hits written near a more relevant one: score = in-context relevance (relevance + weight x "
         "context relevance x (1 - relevance)) blended with the live score."))
+    time: TimeOut | None = Field(default=None, description=(
+        "Only when the query names a period or asks when: score x (1 - weight) for each of the two it misses."))
 
 
 class HitOut(MemoryOut):

@@ -315,6 +315,16 @@ class MemoryConformance:
             "Ann: I started violin lessons downtown", "Ann: lessons go fine", "Ann: lessons run long"]
         assert hits[1].relevance == pytest.approx(hits[2].relevance)
 
+    def test_a_query_naming_a_period_ranks_the_memory_written_in_it_first(
+            self, lexical: Any, clock: FakeClock) -> None:
+        clock.now = datetime(2026, 1, 10, 12, tzinfo=timezone.utc)
+        call(lexical.save("Ann: we went hiking in the hills", user_id="ann"))
+        clock.advance(days=30)
+        call(lexical.save("Ann: we went hiking again", user_id="ann"))  # fresher, as relevant: first without time
+        clock.advance(days=3)
+        hits = call(lexical.recall("where did Ann go hiking in January 2026?", user_id="ann", min_relevance=0))
+        assert [h.memory.content for h in hits] == ["Ann: we went hiking in the hills", "Ann: we went hiking again"]
+
     def test_recall_reinforces_what_it_returns(self, mem: Any, clock: FakeClock) -> None:
         rec = call(mem.save("I like blue", user_id="ann"))
         clock.advance(days=1)

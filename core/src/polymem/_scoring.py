@@ -27,7 +27,9 @@ class ScoringPolicy:
 
     A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank, where
     the rank is BM25 relative to an ideal match of the query (the best match's BM25 ratio times
-    its `coverage` of the query's term weights), times the query's `grounding`; its score is
+    its `coverage` of the query's term weights, each term's inverse document frequency among the
+    user's memories times its `specificity` in the language, between `common_zipf` and
+    `specific_zipf`), times the query's `grounding`; its score is
     that relevance times (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md)
     vector weights from 0.3 to 0.5, or a cosine normalised over the candidates, rank alike; the
     raw cosine and the absolute text rank keep relevance comparable across queries, so that

@@ -4,6 +4,7 @@ decides alike what reaches an agent's prompt."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -56,6 +57,55 @@ def test_a_single_common_word_match_scores_below_the_default_threshold(minilm: A
         scored = mem.recall("Do I like promotions?", user_id="ann", min_relevance=0)
         assert max(h.relevance for h in scored) < mem.engine.scoring.min_relevance
         assert mem.recall("Do I like promotions?", user_id="ann") == []
+
+
+def test_a_match_of_one_common_word_in_a_small_store_scores_below_the_default_threshold(minilm: Any) -> None:
+    # "cats" is in no memory, and five memories cannot tell by themselves that "like" is common.
+    with polymem.open("memory://", embedder=minilm, clock=lambda: NOW) as mem:
+        for text in ("My name is Xiaoming", "I like blue.", "I work as a nurse", "My sister lives in Lisbon",
+                     "I play chess on Fridays"):
+            mem.save(text, user_id="ann")
+        scored = mem.recall("Do I like cats?", user_id="ann", min_relevance=0)
+        assert "I like blue." in [h.memory.content for h in scored]
+        assert max(h.relevance for h in scored) < mem.engine.scoring.min_relevance
+        assert mem.recall("Do I like cats?", user_id="ann") == []
+
+
+def test_a_match_of_one_common_word_scores_below_the_default_threshold_without_an_embedder() -> None:
+    with polymem.open("memory://", embedder=None, clock=lambda: NOW) as mem:
+        for text in ("My name is Xiaoming", "I like blue.", "I work as a nurse"):
+            mem.save(text, user_id="ann")
+        assert mem.recall("Do I like cats?", user_id="ann") == []
+        assert [h.memory.content for h in mem.recall("Do I like blue?", user_id="ann")] == ["I like blue."]
+
+
+@pytest.fixture(scope="module")
+def demo(minilm: Any) -> Iterator[polymem.Memory]:
+    """The store `make demo` builds from its conversation (examples/demo.py, part 1)."""
+    with polymem.open("memory://", embedder=minilm, clock=lambda: NOW) as mem:
+        session = mem.session("chat-1", user_id="xiaoming", agent_id="demo")
+        for role, text in [("user", "Hi! My name is Xiaoming."), ("assistant", "Nice to meet you, Xiaoming."),
+                           ("user", "I like blue. My favourite colour is blue."), ("user", "I dislike promotions."),
+                           ("user", "Please recommend a shirt.")]:
+            session.add(role, text)
+        assert "I dislike promotions." in [r.content for r in session.end(consolidate=True)]
+        yield mem
+
+
+def test_do_i_like_promotions_in_the_demo_injects_the_dislike_not_the_colour(demo: polymem.Memory) -> None:
+    injected = [h.memory.content for h in demo.recall("Do I like promotions?", user_id="xiaoming", top_k=5)]
+    assert injected[:1] == ["I dislike promotions."] and "I like blue." not in injected
+
+
+def test_what_do_you_know_about_me_in_the_demo_still_injects_the_name_and_the_colour(demo: polymem.Memory) -> None:
+    injected = [h.memory.content for h in demo.recall("What do you know about me?", user_id="xiaoming", top_k=5)]
+    assert "My name is Xiaoming." in injected and "I like blue." in injected
+
+
+def test_a_question_about_a_word_the_demo_holds_still_finds_its_memory_among_common_words(
+        demo: polymem.Memory) -> None:
+    injected = [h.memory.content for h in demo.recall("What colours does the user like?", user_id="xiaoming")]
+    assert injected[:1] == ["My favourite colour is blue."]
 
 
 def test_the_best_of_weak_matches_is_not_scored_high() -> None:
@@ -114,6 +164,14 @@ def test_a_callers_threshold_replaces_the_default() -> None:
         assert mem.recall(question, user_id="ann") == []
         assert "Ann bought a new bicycle" in [h.memory.content for h in mem.recall(question, user_id="ann",
                                                                                   min_relevance=0)]
+
+
+def test_a_word_as_common_as_like_has_no_specificity_and_a_rarer_one_full() -> None:
+    policy = ScoringPolicy()
+    assert policy.specificity(policy.common_zipf) == 0.0  # "like": 6.5
+    assert policy.specificity(5.75) == pytest.approx(0.5)
+    assert policy.specificity(policy.specific_zipf) == policy.specificity(3.0) == 1.0
+    assert policy.specificity(None) == 1.0  # a word the language's table does not list, or no table
 
 
 def test_the_default_threshold_is_the_scoring_policys() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from polymem._errors import InvalidInput
-from polymem._text import analyzer_id, check_language, language_of, query_terms, terms
+from polymem._text import analyzer_id, check_language, language_of, query_terms, terms, word_frequencies
 
 # Part of the sample vocabulary and output published for the Snowball English stemmer (snowballstem.org).
 SNOWBALL_ENGLISH = {
@@ -61,3 +61,11 @@ def test_text_of_stopwords_only_keeps_them_on_both_sides() -> None:
 def test_numbers_spelling_and_chinese() -> None:
     assert terms("Flight 2045 in 1990s, my favourite colour") == ["flight", "2045", "1990", "favourit", "color"]
     assert terms("我喜欢蓝色")[:5] == ["我", "喜", "欢", "蓝", "色"] and "蓝色" in query_terms("蓝色?")
+
+
+def test_english_word_frequencies_are_known_by_term_and_other_languages_have_none() -> None:
+    frequencies = word_frequencies("english")
+    assert frequencies is not None
+    assert "promotions" not in frequencies  # keyed by the full-text term: "promotions", "promote" are "promot"
+    assert frequencies["like"] > frequencies["blue"] > frequencies[terms("promotions")[0]] > 3.0
+    assert word_frequencies("german") is None

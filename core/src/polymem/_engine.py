@@ -15,7 +15,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
@@ -102,7 +102,16 @@ from ._storage import (
     Update,
     WrittenSince,
 )
-from ._text import DEFAULT_LANGUAGE, content_hash, is_broad, named_terms, numbers_with_units, query_terms, terms
+from ._text import (
+    DEFAULT_LANGUAGE,
+    content_hash,
+    is_broad,
+    named_terms,
+    numbers_with_units,
+    query_terms,
+    terms,
+    word_frequencies,
+)
 from ._time import Clock, from_iso, require_aware
 
 log = logging.getLogger("polymem")
@@ -748,8 +757,10 @@ class Engine:
         # (the time step reads what the hits of the whole pool say)
         stand_ins: set[str] = {h.memory.memory_id for h in hits[:keep if when is None else pool]
                                if not isinstance(h.memory, MemoryRecord)}
-        # The calibration below reads the best text matches too (one fetch with the top k).
+        # The calibration below reads the best text matches and every text hit too (one fetch with the top k).
         texts = {} if broad else {c.id: c.record for c in best_text if c is not None}
+        if not broad:
+            texts.update((h.memory.memory_id, None) for h in hits if h.text_rank is not None)
         texts.update((h.memory.memory_id, h.memory) for h in hits
                      if h.memory.memory_id in texts and isinstance(h.memory, MemoryRecord))
         unread = {i for i, r in texts.items() if r is None} - stand_ins
@@ -761,7 +772,7 @@ class Engine:
         if not broad:
             best_records = [None if c is None else texts.get(c.id) for c in best_text]
             hits = yield from self._calibrate(hits, terms_of_queries, [named_terms(q, self.language) for q in queries],
-                                              found_by, user_id, best_records)
+                                              found_by, user_id, best_records, texts)
             if cut:
                 hits = [h for h in hits if h.relevance >= cut]
         if self.scoring.context_weight:
@@ -800,17 +811,26 @@ class Engine:
 
     def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
                    names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,
-                   best: Sequence[MemoryRecord | None]) -> Plan:
+                   best: Sequence[MemoryRecord | None], texts: Mapping[str, MemoryRecord | None]) -> Plan:
         """The hits with absolute relevances, in recall's order again.
 
         The search ranks text matches relative to the best one (BM25 over the best match's
         BM25), so the best of a weak lot would rank 1. Each query's ranks are scaled by how much of
-        it its best match covers: the inverse document frequencies (among the user's memories) of
-        the query terms that match holds, over those of all the query's terms. A match holding
-        every term thus keeps its rank, and one that holds only a word most of the user's memories
-        hold, of a query whose other words none holds, almost nothing of it: the ranks become
-        BM25 relative to an ideal match of the query (each of its terms once) instead of the
-        best match there happens to be.
+        it its best match covers: the weights of the query terms that match holds, over those of
+        all the query's terms. A match holding every term thus keeps its rank, and one that holds
+        only a word most of the user's memories hold, of a query whose other words none holds,
+        almost nothing of it: the ranks become BM25 relative to an ideal match of the query (each
+        of its terms once) instead of the best match there happens to be. The best match is the
+        one covering most (the search's best by BM25 may hold only a common word), and no hit
+        ranks above its own coverage.
+
+        A term weighs its inverse document frequency times its specificity in the language
+        (`ScoringPolicy.term_weight`): a few memories cannot tell from their own statistics that
+        "like" is common, the language can. Where polymem knows the language's word frequencies
+        (English), a query word that no memory holds ("cats" in "Do I like cats?") weighs in too, as
+        the rarest word of the store would: a memory holding the query's common words alone covers
+        little of it. In another language, such a word is left out of the query's weights (it tells
+        no memory apart), and every word is taken as specific.
 
         A query naming someone or something (`named_terms`) that none of the user's memories
         mention asks about what they do not know: its hits' relevances are scaled by
@@ -823,14 +843,18 @@ class Engine:
         wanted = builtins.list(dict.fromkeys(t for query in (*queries, *names) for t in query))
         if not wanted or all(h.text_rank is None for h in hits) and not any(names):
             return hits
-        # A word no memory of the store holds (the question's own phrasing: "any peanuts in the
-        # satay?") tells no memory apart: it is left out of the query's weights.
         rows, docs = yield DocumentFrequencies(self.namespace, wanted, user_id)
-        idf = {t: bm25_idf(rows, docs[t]) for t in wanted if t in docs}
+        frequencies = word_frequencies(self.language)
         policy = self.scoring
-        scales = [1.0 if record is None else policy.coverage(set(terms(record.content, language=self.language)),
-                                                              {t: idf[t] for t in query if t in idf})
-                  for query, record in zip(queries, best)]
+        weights = [{t: policy.term_weight(bm25_idf(rows, docs.get(t, 0)),
+                                          None if frequencies is None else frequencies.get(t))
+                    for t in query if t in docs or frequencies is not None} for query in queries]
+        held = {i: set(terms(r.content, language=self.language)) for i, r in texts.items() if r is not None}
+        covers = {i: policy.coverage(held[i], weights[found_by.get(i, 0)]) for i in held}
+        scales = [1.0 if record is None else policy.coverage(set(terms(record.content, language=self.language)), w)
+                  for w, record in zip(weights, best)]
+        for i, covered in covers.items():  # the best by BM25 may not be the best by these weights
+            scales[found_by.get(i, 0)] = max(scales[found_by.get(i, 0)], covered)
         grounds = [policy.grounding(sum(docs.get(t, 0) > 0 for t in named) / len(named)) if named else 1.0
                    for named in names]
         vector_mode = self.embedder is not None
@@ -840,12 +864,13 @@ class Engine:
             if hit.text_rank is None and grounds[index] == 1.0:
                 out.append(hit)
                 continue
-            text = None if hit.text_rank is None else hit.text_rank * scales[index]
+            text = None if hit.text_rank is None else min(hit.text_rank * scales[index],
+                                                          covers.get(hit.memory.memory_id, 1.0))
             relevance = (policy.fuse(hit.similarity, text) if vector_mode else text or 0.0) * grounds[index]
             score = policy.blend(relevance, hit.live_score)
             if hit.explanation is not None:
                 if text is not None:
-                    hit.explanation["text"]["coverage"] = scales[index]
+                    hit.explanation["text"]["coverage"] = text / hit.text_rank if hit.text_rank else scales[index]
                 hit.explanation["relevance"]["value"] = relevance
                 hit.explanation["relevance"]["grounding"] = grounds[index]
                 hit.explanation["score"] = score

@@ -27,7 +27,9 @@ class ScoringPolicy:
 
     A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank, where
     the rank is BM25 relative to an ideal match of the query (the best match's BM25 ratio times
-    its `coverage` of the query's term weights), times the query's `grounding`; its score is
+    its `coverage` of the query's term weights, each term's inverse document frequency among the
+    user's memories times its `specificity` in the language, between `common_zipf` and
+    `specific_zipf`), times the query's `grounding`; its score is
     that relevance times (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md)
     vector weights from 0.3 to 0.5, or a cosine normalised over the candidates, rank alike; the
     raw cosine and the absolute text rank keep relevance comparable across queries, so that
@@ -72,6 +74,8 @@ class ScoringPolicy:
     context_minutes: float = 30.0
     time_weight: float = 0.3
     unknown_name_floor: float = 0.15
+    common_zipf: float = 6.5
+    specific_zipf: float = 5.0
     archive_below: float = 0.05
     merge_similarity: float = 0.92
     contradiction_similarity: float = 0.55
@@ -84,6 +88,9 @@ class ScoringPolicy:
                 raise InvalidInput(f"ScoringPolicy.{name} must be in [0, 1], got {value}")
         if any(h <= 0 for h in self.half_life_days.values()) or self.default_half_life_days <= 0:
             raise InvalidInput("half-lives must be positive")
+        if not self.common_zipf > self.specific_zipf:
+            raise InvalidInput(f"ScoringPolicy.common_zipf must be above specific_zipf, got {self.common_zipf} "
+                               f"and {self.specific_zipf}")
         if not self.context_minutes >= 0:
             raise InvalidInput(f"ScoringPolicy.context_minutes must be >= 0, got {self.context_minutes}")
 
@@ -208,10 +215,27 @@ class ScoringPolicy:
 
     @staticmethod
     def coverage(held: Collection[str], weights: Mapping[str, float]) -> float:
-        """The share of a query's term `weights` (inverse document frequencies) that a memory
-        holding the terms `held` covers (1 for a query without weighable terms)."""
+        """The share of a query's term `weights` (see `term_weight`) that a memory holding the
+        terms `held` covers (1 for a query without weighable terms, 0 for one whose terms all weigh 0)."""
+        if not weights:
+            return 1.0
         total = sum(weights.values())
-        return sum(w for t, w in weights.items() if t in held) / total if total > 0 else 1.0
+        return sum(w for t, w in weights.items() if t in held) / total if total > 0 else 0.0
+
+    def term_weight(self, idf: float, zipf: float | None) -> float:
+        """What a query term weighs in `coverage`: its inverse document frequency among the user's
+        memories times its `specificity` in the language."""
+        return idf * self.specificity(zipf)
+
+    def specificity(self, zipf: float | None) -> float:
+        """How much a word of Zipf frequency `zipf` in its language (log10 of its uses per billion
+        words; None: unknown) can tell what a text is about: 0 for words as common as
+        `common_zipf` ("like", "one", "can"), 1 from `specific_zipf` down, in between linearly.
+        A store of a few memories cannot tell from its own statistics that "like" is common; a
+        match of that word alone must not make "I like blue" relevant to "Do I like cats?"."""
+        if zipf is None:
+            return 1.0
+        return min(1.0, max(0.0, (self.common_zipf - zipf) / (self.common_zipf - self.specific_zipf)))
 
     def grounding(self, known: float) -> float:
         """The factor a query's relevances take when it names things of which the user's

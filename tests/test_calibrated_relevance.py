@@ -191,3 +191,13 @@ def test_explain_shows_the_coverage_that_scaled_the_text_rank() -> None:
         coverage = hit.explanation["text"]["coverage"]
         assert 0 < coverage < 1 and hit.relevance == pytest.approx(hit.text_rank * coverage)
         assert hit.explanation["relevance"]["value"] == hit.relevance
+
+
+def test_explain_shows_how_specific_each_matched_word_was_taken() -> None:
+    with polymem.open("memory://", embedder=None, clock=lambda: NOW) as mem:
+        for text in ("My name is Xiaoming", "I like blue.", "I work as a nurse"):
+            mem.save(text, user_id="ann")
+        [hit] = mem.recall("Do I like blue?", user_id="ann", explain=True)
+        assert hit.explanation is not None
+        specificity = {t["term"]: t["specificity"] for t in hit.explanation["text"]["terms"]}
+        assert specificity["like"] == 0.0 < 0.5 < specificity["blue"]

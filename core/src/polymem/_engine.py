@@ -1204,9 +1204,11 @@ class Engine:
 
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
         """Complete the hits' explanations with what needs the records: the source's base score,
-        trust marks, and the query terms each memory holds, weighted as the full-text search weighs them."""
+        trust marks, and the query terms each memory holds, weighted as the full-text search weighs them
+        and as specific as the calibration takes them."""
         rows, docs = yield DocumentFrequencies(self.namespace, builtins.list(dict.fromkeys(query)))
         searched = set(selective_terms(query, docs, rows, with_vector=with_vector))
+        frequencies = word_frequencies(self.language) or {}
         for hit in hits:
             if hit.explanation is None:  # a memory that filled a recall up to top_k matched nothing
                 continue
@@ -1214,7 +1216,8 @@ class Engine:
             held = set(terms(record.content, language=self.language))
             hit.explanation["text"]["terms"] = [
                 {"term": t, "weight": bm25_idf(rows, docs.get(t, 0)), "documents": docs.get(t, 0),
-                 "searched": t in searched} for t in dict.fromkeys(query) if t in held]
+                 "searched": t in searched, "specificity": self.scoring.specificity(frequencies.get(t))}
+                for t in dict.fromkeys(query) if t in held]
             hit.explanation["live"].update(source=record.source, base_by_source=self.scoring.base_score(record.source))
             hit.explanation["trust"] = {"level": record.metadata.get("polymem_trust"),
                                         "flags": builtins.list(record.metadata.get("polymem_flags") or []),

@@ -212,6 +212,16 @@ def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _term_figure(term: dict[str, Any]) -> str:
+    """`like(0.47, common, specific 0.00)`: a matched term's weight, and what the recall made of it."""
+    notes = [f"{term['weight']:.2f}"]
+    if not term["searched"]:
+        notes.append("common")
+    if term.get("specificity", 1.0) < 1.0:
+        notes.append(f"specific {term['specificity']:.2f}")
+    return f"{term['term']}({', '.join(notes)})"
+
+
 def _print_explanations(hits: Sequence[RecallHit]) -> None:
     """`recall --explain`: one row per hit, every part of its score."""
     columns = ("#", "score", "cosine", "text", "terms (weight)", "relev.", "by", "base", "age d", "half-life",

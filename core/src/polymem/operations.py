@@ -207,14 +207,17 @@ class MatchedTermOut(_Model):
     weight: float = Field(description="BM25 inverse document frequency of the term in the store.")
     documents: int = Field(description="Memories holding the term (as the search counted them).")
     searched: bool = Field(description="False: too common, the full-text search left it out.")
+    specificity: float = Field(default=1.0, description=(
+        "How specific the word is in the store's language, in [0, 1] (0: as common as \"like\"; 1: a "
+        "specific word, or a language without word frequencies); `coverage` weighs the term by it."))
 
 
 class TextRankOut(_Model):
     rank: float | None = Field(description="BM25 relative to the best full-text match, in [0, 1]; None: no match.")
     terms: list[MatchedTermOut] = Field(description="The query's terms this memory holds.")
     coverage: float | None = Field(default=None, description=(
-        "The share of the query's term weights (inverse document frequencies among the user's memories) "
-        "this memory holds; relevance counts the rank times it. None: no full-text match."))
+        "The share of the query's term weights (inverse document frequency among the user's memories "
+        "times specificity) this memory holds; relevance counts the rank times it. None: no full-text match."))
 
 
 class RelevanceOut(_Model):

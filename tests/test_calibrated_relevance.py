@@ -201,3 +201,10 @@ def test_explain_shows_how_specific_each_matched_word_was_taken() -> None:
         assert hit.explanation is not None
         specificity = {t["term"]: t["specificity"] for t in hit.explanation["text"]["terms"]}
         assert specificity["like"] == 0.0 < 0.5 < specificity["blue"]
+
+
+def test_the_only_memory_holding_the_querys_subject_is_injected() -> None:
+    with polymem.open("memory://", embedder=None, clock=lambda: NOW) as mem:
+        mem.save("Ann's budget is 40 EUR", user_id="ann")
+        assert [h.memory.content for h in mem.recall("A gift within my budget?", user_id="ann")] == [
+            "Ann's budget is 40 EUR"]

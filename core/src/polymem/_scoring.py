@@ -28,7 +28,7 @@ class ScoringPolicy:
     A recall's relevance is vector_weight · cosine + (1 - vector_weight) · full-text rank, where
     the rank is BM25 relative to an ideal match of the query (the best match's BM25 ratio times
     its `coverage` of the query's term weights, each term's inverse document frequency among the
-    user's memories times its `specificity` in the language, between `common_zipf` and
+    user's memories (at least `min_idf`) times its `specificity` in the language, between `common_zipf` and
     `specific_zipf`), times the query's `grounding`; its score is
     that relevance times (1 - live_weight) + live_weight · live. On LoCoMo (bench/RESULTS.md)
     vector weights from 0.3 to 0.5, or a cosine normalised over the candidates, rank alike; the
@@ -76,6 +76,7 @@ class ScoringPolicy:
     unknown_name_floor: float = 0.15
     common_zipf: float = 6.5
     specific_zipf: float = 5.0
+    min_idf: float = 1.0
     archive_below: float = 0.05
     merge_similarity: float = 0.92
     contradiction_similarity: float = 0.55
@@ -88,6 +89,8 @@ class ScoringPolicy:
                 raise InvalidInput(f"ScoringPolicy.{name} must be in [0, 1], got {value}")
         if any(h <= 0 for h in self.half_life_days.values()) or self.default_half_life_days <= 0:
             raise InvalidInput("half-lives must be positive")
+        if not self.min_idf >= 0:
+            raise InvalidInput(f"ScoringPolicy.min_idf must be >= 0, got {self.min_idf}")
         if not self.common_zipf > self.specific_zipf:
             raise InvalidInput(f"ScoringPolicy.common_zipf must be above specific_zipf, got {self.common_zipf} "
                                f"and {self.specific_zipf}")
@@ -224,8 +227,11 @@ class ScoringPolicy:
 
     def term_weight(self, idf: float, zipf: float | None) -> float:
         """What a query term weighs in `coverage`: its inverse document frequency among the user's
-        memories times its `specificity` in the language."""
-        return idf * self.specificity(zipf)
+        memories, at least `min_idf`, times its `specificity` in the language. The floor is for
+        small stores: where every one of a user's few memories holds a word, its inverse document
+        frequency is about 0, though the word may be what the query is about ("budget" in "A gift
+        within my budget?", asked of the one memory "Ann's budget is 40 EUR")."""
+        return max(idf, self.min_idf) * self.specificity(zipf)
 
     def specificity(self, zipf: float | None) -> float:
         """How much a word of Zipf frequency `zipf` in its language (log10 of its uses per billion

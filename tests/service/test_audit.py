@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
+import time
 from datetime import datetime
 from typing import Any
 
@@ -270,6 +274,29 @@ def test_the_key_comes_from_the_environment_and_another_key_fails_every_mac(tmp_
     monkeypatch.setenv("POLYMEM_AUDIT_KEY_FILE", str(tmp_path / "absent.key"))
     with pytest.raises(InvalidInput, match="does not exist"):
         AuditLog(db)
+
+
+def test_processes_starting_together_all_read_one_complete_audit_key(tmp_path: Any) -> None:
+    db_path = str(tmp_path / "auth.db")
+    code = ("import sys, time; from polymem.server._audit import load_audit_key; "
+            "time.sleep(max(0.0, float(sys.argv[2]) - time.time())); "
+            "print(load_audit_key(sys.argv[1], create=True).decode())")
+    start = time.time() + 2.0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLYMEM_AUDIT_KEY")}
+    starters = [subprocess.Popen([sys.executable, "-c", code, db_path, str(start)], env=env,
+                                 stdout=subprocess.PIPE, text=True) for _ in range(8)]
+    keys = {starter.communicate(timeout=60)[0].strip() for starter in starters}
+    assert len(keys) == 1 and len(keys.pop()) == 64
+    assert [p.name for p in tmp_path.iterdir()] == ["auth.db.audit-key"]
+
+
+def test_an_empty_audit_key_file_is_refused_rather_than_used_as_a_key(tmp_path: Any) -> None:
+    from polymem._errors import InvalidInput
+    from polymem.server._audit import load_audit_key
+
+    (tmp_path / "auth.db.audit-key").write_text("")
+    with pytest.raises(InvalidInput, match="is empty"):
+        load_audit_key(str(tmp_path / "auth.db"), create=True)
 
 
 async def test_the_audit_log_operation_lists_the_namespaces_entries_newest_first_with_the_chains_verification(

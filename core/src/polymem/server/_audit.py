@@ -24,12 +24,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import sqlite3
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,14 +73,26 @@ def load_audit_key(db_path: str, *, create: bool) -> bytes | None:
             return None
         if named:  # a new key would fail every MAC written so far
             raise InvalidInput(f"POLYMEM_AUDIT_KEY_FILE names {path}, which does not exist")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process made it first
-            time.sleep(0.05)
-        else:
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32))
-    return path.read_bytes().strip()
+        _publish_new_key(path)
+    key = path.read_bytes().strip()
+    if not key:
+        raise InvalidInput(f"the audit key file {path} is empty")
+    return key
+
+
+def _publish_new_key(path: Path) -> None:
+    """Write a fresh key beside `path` and link it into place, so that processes starting
+    together all read one complete key: the first link wins, the others read the winner's."""
+    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(staged, path)
+    finally:
+        os.unlink(staged)
 
 
 def _mac(key: bytes, *parts: Any) -> str:

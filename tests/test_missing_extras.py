@@ -98,6 +98,27 @@ def test_without_jinja2_the_web_page_names_the_extra_and_the_api_still_serves(tm
     assert "health 200" in out, out
 
 
+def test_a_service_with_mcp_but_without_orjson_names_the_extra_rather_than_dropping_mcp(tmp_path: Path) -> None:
+    code = """
+        from polymem.server import Service, create_app
+        create_app(Service("memory://", embedder=None))
+        print("created without /mcp")
+    """
+    out = run_without("orjson", code, tmp_path)
+    assert "pip install polymem[mcp]" in out and "created without /mcp" not in out, out
+
+
+def test_a_service_without_the_mcp_package_serves_the_api_without_mcp(tmp_path: Path) -> None:
+    code = """
+        from starlette.testclient import TestClient
+        from polymem.server import Service, create_app
+        with TestClient(create_app(Service("memory://", embedder=None))) as http:
+            print("health", http.get("/healthz").status_code, "| mcp", http.post("/mcp", json={}).status_code)
+    """
+    out = run_without("mcp", code, tmp_path)
+    assert "health 200 | mcp 404" in out, out
+
+
 def test_an_unknown_url_scheme_fails_before_any_model_loads(tmp_path: Path) -> None:
     code = """
         try:

@@ -459,11 +459,17 @@ async def _nothing() -> AsyncIterator[None]:
 
 
 def _mcp_endpoint(service: Service) -> Any:
-    """The `/mcp` endpoint, or None when the `mcp` package is not installed."""
+    """The `/mcp` endpoint, or None when the `mcp` package is not installed. With `mcp` present
+    but the rest of the `mcp` extra absent, the service refuses to start rather than serve
+    without `/mcp` unannounced."""
     try:
         from ._mcp import McpEndpoint
-    except ImportError:
-        return None
+    except ImportError as exc:
+        if (exc.name or "mcp").partition(".")[0] == "mcp":
+            return None
+        from .._errors import missing_extra
+
+        raise missing_extra(exc.name or "mcp", "mcp") from exc
     return McpEndpoint(service)
 
 

@@ -101,12 +101,16 @@ class MemoryRecord:
 class RecallHit:
     """A recalled memory with its final score and the parts the score came from.
 
-    `score = relevance · ((1 - live_weight) + live_weight · live_score)` where
-    relevance fuses `similarity` (cosine to the query, None in lexical mode or
-    when the memory was not a vector candidate) and `text_rank` (BM25 of the
-    full-text match normalised to [0, 1], None when it did not match). With `recall(...,
-    explain=True)`, `explanation` holds every part of the score as the ranking computed it
-    (its JSON schema: `polymem.operations.ExplanationOut`).
+    `relevance` fuses `similarity` (cosine to the query, None in lexical mode or when the
+    memory was not a vector candidate) and `text_rank` (BM25 of the full-text match
+    normalised to [0, 1], None when it did not match), calibrated by how much of the query
+    the memory covers; thresholds read it. `score` orders the hits:
+    `relevance · ((1 - live_weight) + live_weight · live_score)`, where relevance is first
+    raised by a more relevant memory written close by (`ScoringPolicy.context_weight`), and
+    the product lowered when the memory misses the time the query asks for
+    (`ScoringPolicy.time_weight`). With `recall(..., explain=True)`, `explanation` holds every
+    part of the score as the ranking computed it (its JSON schema:
+    `polymem.operations.ExplanationOut`).
     """
 
     memory: MemoryRecord

@@ -82,3 +82,9 @@ def test_a_period_is_read_as_long_as_its_expression_says() -> None:
 def test_questions_asking_for_a_time_are_told_from_others() -> None:
     assert asks_when("When did Ann move?") and asks_when("what date is the party?")
     assert not asks_when("Where did Ann move when she was ten?")
+
+
+def test_a_question_opening_with_a_clause_of_time_asks_for_what_follows_the_clause() -> None:
+    assert not asks_when("When I was ten, where did I live?")
+    assert not asks_when("when Ann moved, what did she sell?")
+    assert asks_when("When was I in Paris, and with whom?") and asks_when("When Melanie painted a sunrise?")

@@ -51,8 +51,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(body, re.IGNOR
 _UNTIL = re.compile(r"\b(?:until|till|til|through|up to)\s+(?:the\s+)?$", re.IGNORECASE)
 _FUTURE = re.compile(r"\b(?:will|shall|going to|gonna|plan(?:ning)? to|about to|intend to)\b|\w'll\b",
                      re.IGNORECASE)
-_WHEN = re.compile(r"^\W*(?:when|what\s+(?:date|day|time|year|month)|how\s+long\s+ago|which\s+(?:date|day|year|month))\b",
-                   re.IGNORECASE)
+# "When I was ten, where did I live?" opens with a clause of time and asks for a place: a "when"
+# whose clause a comma closes before another question is not asked.
+_QUESTION_WORD = r"(?:who|whom|whose|what|where|which|why|how|did|do|does|is|are|was|were|can|could|would|will|should|have|has|had)"
+_WHEN = re.compile(r"^\W*(?:when\b(?![^,?]*,\s*" + _QUESTION_WORD + r"\b)|what\s+(?:date|day|time|year|month)"
+                   r"|how\s+long\s+ago|which\s+(?:date|day|year|month))\b", re.IGNORECASE)
 # How long the period a date expression names lasts, by its kind (and unit).
 _SPANS = {"iso": "day", "day": "day", "word": "day", "weekday": "day", "month": "month", "year": "year"}
 

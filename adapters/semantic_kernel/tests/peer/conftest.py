@@ -1,7 +1,7 @@
 """The frameworks' own published tests ("peer suites"), run with polymem's classes swapped in.
 
-Each suite directory holds the vendored test file(s), unchanged, a SOURCE.md saying where they
-came from, and a conftest.py that swaps polymem's class in and declares `EXPECTED_FAILURES` and
+Each suite directory holds the vendored test file(s), a SOURCE.md saying where they came from and
+what was changed (mocks replaced by real parts), and a conftest.py that swaps polymem's class in and declares `EXPECTED_FAILURES` and
 `NOT_REPLACED`, applied by adapters/conftest.py.
 """
 

@@ -1,24 +1,29 @@
 """semantic-kernel's ChatCompletionAgent tests with every `ChatHistoryAgentThread` a `PolymemChatHistoryAgentThread`.
 
-The suite's own fixture (`kernel_with_ai_service`) is vendored verbatim below from
-python/tests/unit/agents/chat_completion/conftest.py.
+The suite's own fixture (`kernel_with_ai_service`, from python/tests/unit/agents/chat_completion/conftest.py)
+is rebuilt below of real parts: a real `Kernel` whose chat completion service is `PeerChatCompletion`, the
+adapter's scripted service (tests/scripted.py), where the published fixture used `create_autospec`/`AsyncMock`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib.util
+import sys
+from collections.abc import AsyncGenerator, Iterator
 from importlib.metadata import version
+from pathlib import Path
+from types import ModuleType
 from typing import Any
-from unittest.mock import AsyncMock, create_autospec
 
 import pytest
 from packaging.version import Version
 from semantic_kernel.agents.chat_completion import chat_completion_agent
-from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents.chat_history import ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
+from semantic_kernel.contents.utils.finish_reason import FinishReason
 from semantic_kernel.kernel import Kernel
 
 from polymem.testing.backends import Backend
@@ -29,6 +34,61 @@ LOWEST = Version(version("semantic-kernel")) < Version("1.44.1")
 collect_ignore = ["test_chat_completion_agent.py" if LOWEST else "test_chat_completion_agent_1_28_0.py"]
 
 EXPECTED_FAILURES: dict[str, str] = {}
+
+
+def _scripted() -> ModuleType:
+    """tests/scripted.py, under the name tests/conftest.py loads it by (tests run with --import-mode=importlib)."""
+    name = "polymem_sk_tests_scripted"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[2] / "scripted.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+ScriptedChatCompletion: Any = _scripted().ScriptedChatCompletion
+
+
+class PeerChatCompletion(ScriptedChatCompletion):
+    """The adapter's scripted chat completion service, whose steps may also be a list of messages.
+
+    A list is the service's whole answer, as is (none at all, or several; streamed one chunk per message), and
+    a step that is a function of the chat history may return one: such a step stands for a service that
+    writes to the history it is given, as Semantic Kernel's own function-calling loop does.
+    """
+
+    async def _inner_get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings
+    ) -> list[ChatMessageContent]:
+        if not self.script or not (callable(self.script[0]) or isinstance(self.script[0], list)):
+            return await super()._inner_get_chat_message_contents(chat_history, settings)
+        self._seen.append(ChatHistory(messages=[m.model_copy(deep=True) for m in chat_history.messages]))
+        step = self.script.pop(0)
+        if callable(step):
+            step = step(chat_history)
+        if isinstance(step, str):
+            step = ChatMessageContent(
+                role=AuthorRole.ASSISTANT, content=step, ai_model_id="scripted", finish_reason=FinishReason.STOP
+            )
+        return list(step) if isinstance(step, list) else [step]
+
+    async def _inner_get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        for message in await self._inner_get_chat_message_contents(chat_history, settings):
+            yield [
+                message
+                if isinstance(message, StreamingChatMessageContent)
+                else StreamingChatMessageContent(
+                    role=message.role,
+                    items=message.items,
+                    choice_index=0,
+                    ai_model_id=message.ai_model_id,
+                    finish_reason=message.finish_reason,
+                )
+            ]
 
 
 _STORE: list[Any] = []  # the running test's store (set by the fixture below)
@@ -55,15 +115,10 @@ def threads_are_polymem(request: pytest.FixtureRequest, backend: Backend,
 
 
 @pytest.fixture
-def kernel_with_ai_service():
-    kernel = create_autospec(Kernel)
-    mock_ai_service_client = create_autospec(ChatCompletionClientBase)
-    mock_prompt_execution_settings = create_autospec(PromptExecutionSettings)
-    mock_prompt_execution_settings.function_choice_behavior = None
-    kernel.select_ai_service.return_value = (mock_ai_service_client, mock_prompt_execution_settings)
-    mock_ai_service_client.get_chat_message_contents = AsyncMock(
-        return_value=[ChatMessageContent(role=AuthorRole.SYSTEM, content="Processed Message")]
-    )
-    kernel.plugins = {}  # Ensure plugins dict is initialized to avoid AttributeError during tests
-
-    return kernel, mock_ai_service_client
+def kernel_with_ai_service() -> tuple[Kernel, PeerChatCompletion]:
+    """A real kernel with no plugins whose one chat completion service answers, by default, what the published
+    fixture's mock did; a test sets `service.script` for other answers."""
+    service = PeerChatCompletion([[ChatMessageContent(role=AuthorRole.SYSTEM, content="Processed Message")]])
+    kernel = Kernel()
+    kernel.add_service(service)
+    return kernel, service

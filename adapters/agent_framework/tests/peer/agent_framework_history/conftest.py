@@ -4,7 +4,9 @@
 `FileHistoryProvider` in the constructor shape of the classes they replace,
 each one `PolymemHistoryProvider` on a real store, once per backend (SQLite,
 PostgreSQL, Redis). The chat clients and fixtures below are the framework's
-(its tests' `conftest.py`, vendored as is).
+(its tests' `conftest.py`), vendored as is but for the `client` and `chat_client_base` fixtures, which
+set `max_iterations` through the clients' own `function_invocation_configuration` instead of patching
+`agent_framework._tools.DEFAULT_MAX_ITERATIONS`.
 `EXPECTED_FAILURES` lists the tests that can only fail for a reason that is not behaviour
 (applied by adapters/conftest.py).
 """
@@ -16,7 +18,6 @@ import types
 from collections.abc import AsyncIterable, Awaitable, Iterator, MutableSequence, Sequence
 from pathlib import Path
 from typing import Any, Generic
-from unittest.mock import patch
 
 import pytest
 from agent_framework import (
@@ -256,15 +257,17 @@ def max_iterations(request: Any) -> int:
 @fixture
 def client(enable_function_calling: bool, max_iterations: int) -> MockChatClient:
     if enable_function_calling:
-        with patch("agent_framework._tools.DEFAULT_MAX_ITERATIONS", max_iterations):
-            return type("FunctionInvokingMockChatClient", (FunctionInvocationLayer, MockChatClient), {})()
+        # polymem: the published fixture patches agent_framework._tools.DEFAULT_MAX_ITERATIONS instead.
+        return type("FunctionInvokingMockChatClient", (FunctionInvocationLayer, MockChatClient), {})(
+            function_invocation_configuration={"max_iterations": max_iterations}
+        )
     return MockChatClient()
 
 
 @fixture
 def chat_client_base(enable_function_calling: bool, max_iterations: int) -> MockBaseChatClient:
-    with patch("agent_framework._tools.DEFAULT_MAX_ITERATIONS", max_iterations):
-        client = MockBaseChatClient()
+    # polymem: the published fixture patches agent_framework._tools.DEFAULT_MAX_ITERATIONS instead.
+    client = MockBaseChatClient(function_invocation_configuration={"max_iterations": max_iterations})
     if not enable_function_calling:
         client.function_invocation_configuration["enabled"] = False
     return client

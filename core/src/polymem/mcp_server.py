@@ -11,7 +11,8 @@ Two transports share this server:
 
 - stdio, `polymem mcp --url <store>`: any store URL; each call runs the sync
   store's `execute(op)` on the event loop's thread (over HTTP to `polymem serve` for an
-  `http://` URL, where the service's grants, write filter and audit apply);
+  `http://` URL, where the service's grants, write filter and audit apply); once the
+  client has initialized, the transport answers tool calls and pings itself (`_Direct`);
 - streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
   every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
 

@@ -385,7 +385,7 @@ async def test_only_plain_tool_calls_and_pings_after_initialized_are_answered_di
         assert await direct.answer(line({**initialize, "params": {"clientInfo": 3}})) is None  # the SDK refuses it
         await direct.answer(line(initialized))
         assert await direct.answer(line(call)) is None
-        assert await direct.answer(line(initialize)) is None
+        assert await direct.answer(line({**initialize, "x": 1})) is None  # the SDK accepts extra fields
         assert await direct.answer(line(call)) is None  # initialized is not sent yet
         assert await direct.answer(line(initialized)) is None  # a notification: the session sees it too
 

@@ -333,19 +333,20 @@ class _Direct:
             message = orjson.loads(line)
         except orjson.JSONDecodeError:
             return None
-        if (not isinstance(message, dict) or message.get("jsonrpc") != "2.0"
-                or not message.keys() <= _REQUEST_KEYS):
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return None
         method, params = message.get("method"), message.get("params")
-        if "id" not in message:
+        if "id" not in message:  # a notification: the session's, always
             if method == "notifications/initialized" and self.client is not None:
                 self.initialized = True
             return None
         request_id = message["id"]
+        if type(request_id) not in (int, str):
+            return None
         if method == "initialize":
             self._initializing(params)
             return None
-        if not self.initialized or type(request_id) not in (int, str):
+        if not self.initialized or not message.keys() <= _REQUEST_KEYS:
             return None
         if params is not None and not (isinstance(params, dict) and _plain_meta(params)):
             return None

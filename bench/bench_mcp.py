@@ -462,6 +462,13 @@ def main() -> None:
                    "outweigh the overhead)" if busy else "met" if overhead <= 2 else "NOT met"))
 
     verdicts = [judged(name, m) for name, m in rows if name.startswith((STDIO, RAW))]
+    measured = dict(rows)
+    for src, _, _ in compare:  # the change's A/B: this tree's server against the other's, query by query
+        for own in (STDIO, PING, RAW, RAW_PING):
+            ours, theirs = measured[own].wall, measured[f"{own}, its server run from {src}"].wall
+            verdicts.append(f"{own}: this tree's server minus {src}'s, paired over the same queries: "
+                            f"{ms([a - b for a, b in zip(ours, theirs, strict=True)], 50):+.2f} ms p50 "
+                            f"(p50 {ms(ours, 50):.2f} against {ms(theirs, 50):.2f} ms)")
     load = (f"load average (1/5/15 min) {' / '.join(f'{x:.2f}' for x in load_before)} before, "
             f"{' / '.join(f'{x:.2f}' for x in load_after)} after")
     print("\n".join(verdicts))

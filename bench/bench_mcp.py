@@ -239,7 +239,8 @@ async def measure(paths: dict[str, tuple[Callable[[str], Awaitable[Any]], int | 
 
 
 async def run_all(url: str, stdio_url: str, raw_url: str, served: int, base: str, token: str, qs: list[str],
-                  warmup: int, top_k: int, compare: list[tuple[str, str, str]]) -> dict[str, Measured]:
+                  warmup: int, top_k: int, compare: list[tuple[str, str, str]],
+                  stdio_only: bool = False) -> dict[str, Measured]:
     with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
         async with AsyncExitStack() as stack:
             sread, swrite = await stack.enter_async_context(stdio_client(stdio_params(stdio_url)))
@@ -257,13 +258,14 @@ async def run_all(url: str, stdio_url: str, raw_url: str, served: int, base: str
             paths = {
                 DIRECT: (blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)), None),
                 STDIO: (mcp_recall(stdio, top_k), stdio_pid),
-                "HTTP API (polymem serve, loopback)": (
-                    blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
-                "MCP streamable HTTP (/mcp of polymem serve)": (mcp_recall(over_http, top_k), served),
+                HTTP_API: (blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
+                HTTP_MCP: (mcp_recall(over_http, top_k), served),
                 PING: (mcp_ping(stdio), stdio_pid),
                 RAW: (raw_recall(raw, top_k), raw.proc.pid),
                 RAW_PING: (raw_ping(raw), raw.proc.pid),
             }
+            if stdio_only:  # fewer processes writing their recall bonuses in the background during the others' calls
+                del paths[HTTP_API], paths[HTTP_MCP]
             for src, compare_url, compare_raw_url in compare:
                 cread, cwrite = await stack.enter_async_context(stdio_client(stdio_params(compare_url, src)))
                 other = await stack.enter_async_context(ClientSession(cread, cwrite))
@@ -284,6 +286,8 @@ async def run_all(url: str, stdio_url: str, raw_url: str, served: int, base: str
 DIRECT = "direct call, polymem.open(file).recall"
 STDIO = "MCP stdio (polymem mcp, SDK client)"
 PING = "MCP stdio ping, no recall (the round trip between the processes)"
+HTTP_API = "HTTP API (polymem serve, loopback)"
+HTTP_MCP = "MCP streamable HTTP (/mcp of polymem serve)"
 RAW = "MCP stdio (polymem mcp, raw JSON-RPC client: lines on its pipes, orjson)"
 RAW_PING = "MCP stdio ping, raw JSON-RPC client"
 
@@ -374,7 +378,8 @@ async def in_process(url: str, direct_url: str, answer_url: str, qs: list[str], 
         assert isinstance(message.root, types.JSONRPCResponse)
         return types.CallToolResult.model_validate(message.root.result)
 
-    return {**{name: thread_ms(values) for name, values in pieces.items()}, "answer bytes": len(answer), "client parse": parse_ms(client_parse),
+    return {**{name: thread_ms(values) for name, values in pieces.items()}, "answer bytes": len(answer),
+            "client parse": parse_ms(client_parse),
             "response model": parse_ms(lambda: types.JSONRPCResponse.model_validate_json(answer)),
             "json.loads": parse_ms(lambda: json.loads(answer))}
 
@@ -406,6 +411,8 @@ def main() -> None:
     parser.add_argument("--compare", metavar="SRC", action="append", default=[],
                         help="also MCP over stdio with the server run from this "
                         "polymem source directory (e.g. core/src of an earlier commit's worktree)")
+    parser.add_argument("--stdio-only", action="store_true", help="leave out the two HTTP rows (their server "
+                        "idles): the stdio rows' A/B with less background work between the calls")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
     rng = random.Random(11)
@@ -429,7 +436,7 @@ def main() -> None:
         try:
             rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}",
                                             f"sqlite:///{path.with_name('raw.db')}", proc.pid, base, token, qs,
-                                            warmup, args.top_k, compare)).items())
+                                            warmup, args.top_k, compare, args.stdio_only)).items())
         finally:
             proc.terminate()
             proc.wait(30)

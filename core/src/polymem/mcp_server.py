@@ -387,7 +387,8 @@ async def stdio_pipes(direct: _Direct | None = None) -> AsyncIterator[tuple[Any,
     The SDK's transport reads and writes stdin/stdout through worker threads: three thread hops per
     message (readline, write, flush), a large part of a call's overhead. The messages are the SDK's
     own types, parsed and dumped as its transport does. With `direct`, the tool calls and pings it
-    answers (see `_Direct`) never reach the SDK's session."""
+    answers (see `_Direct`) never reach the SDK's session (on these pipes only: the SDK's transport,
+    where it is used, hands every message to the session)."""
     if sys.platform == "win32":
         async with _sdk_stdio() as streams:
             yield streams

@@ -6,11 +6,15 @@ every path the same) and copies it for each process (this one, the stdio server,
 
 - the direct call, `polymem.open(file).recall(...)` in this process;
 - MCP over stdio: the SDK's client against `polymem mcp --url <file>` in a subprocess;
+- MCP over stdio with a raw JSON-RPC client: request lines written to the server's stdin and its answer
+  lines read back and parsed with orjson, so that the SDK client's own cost (its models, its validation,
+  its reader and writer tasks) is out of the figure and what remains is the server's and the pipes';
 - the HTTP API: `polymem.open("http://…", token=…)` against `polymem serve` on loopback;
 - MCP over streamable HTTP: the SDK's client against `/mcp` of the same server;
-- and an MCP ping over the stdio session: the floor of any call crossing to the other process;
-- with `--compare SRC` (repeatable), MCP over stdio again, its server run from another polymem source
-  tree (`core/src` of a checkout of an earlier commit): the change's A/B in the same run.
+- and an MCP ping over the stdio session, by each client: the floor of any call crossing to the other process;
+- with `--compare SRC` (repeatable), MCP over stdio again (both clients, recall and ping), its server run
+  from another polymem source tree (`core/src` of a checkout of an earlier commit): the change's A/B in the
+  same run.
 
 Then, where the stdio overhead goes, as CPU time of one thread (no pipes, no waiting for a core):
 the direct call; the same recall and a ping through the MCP server over in-memory streams (the SDK's
@@ -20,7 +24,7 @@ the single JSON-RPC response model and `json.loads` beside it for scale.
 Each query goes through the four paths in turn (the machine's busy moments hit
 them alike); every client's time per call is its own wall clock. Prints a table
 (p50/p99, the p50 overhead over the direct call, and the median of the per-query
-differences from it; target: stdio ≤ 2 ms) and appends it to bench/RESULTS.md
+differences from it; target: stdio ≤ 2 ms, judged for each client) and appends it to bench/RESULTS.md
 unless --no-record.
 
     python bench/bench_mcp.py                     # 10,000 memories, 300 queries
@@ -50,13 +54,14 @@ import _results
 import anyio
 import httpx
 import numpy as np
+import orjson
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 import polymem
-from polymem.mcp_server import Caller, build_server
+from polymem.mcp_server import Caller, _Direct, build_server
 from polymem.server._auth import AuthStore, Database
 
 WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar running "
@@ -108,6 +113,68 @@ def mcp_recall(session: ClientSession, top_k: int) -> Callable[[str], Awaitable[
         return result.structuredContent
 
     return call
+
+
+class RawStdio:
+    """A JSON-RPC client of `polymem mcp` with no SDK: one request line written to the server's stdin,
+    its answer line read from its stdout and parsed with orjson."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
+        self.last_id = 0
+
+    @classmethod
+    async def start(cls, url: str, src: str | None = None) -> RawStdio:
+        params = stdio_params(url, src)
+        proc = await asyncio.create_subprocess_exec(params.command, *params.args, stdin=subprocess.PIPE,
+                                                    stdout=subprocess.PIPE, env=params.env, limit=64 * 1024 * 1024)
+        raw = cls(proc)
+        await raw.request("initialize", {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                         "clientInfo": {"name": "bench-raw", "version": "1"}})
+        await raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return raw
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.stdin.write(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+        await self.stdin.drain()
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        self.last_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.last_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+        answer = orjson.loads(await self.stdout.readline())
+        if answer.get("id") != self.last_id or "result" not in answer:
+            raise RuntimeError(f"{method} failed: {answer}")
+        return answer["result"]
+
+    async def close(self) -> None:
+        self.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 30)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+def raw_recall(raw: RawStdio, top_k: int) -> Callable[[str], Awaitable[Any]]:
+    async def call(q: str) -> Any:
+        result = await raw.request("tools/call", {"name": "recall_memories",
+                                                  "arguments": {"query": q, "user_id": "u0", "top_k": top_k}})
+        if result.get("isError") or result.get("structuredContent") is None:
+            raise RuntimeError(f"recall_memories failed: {result.get('content')}")
+        return result["structuredContent"]
+
+    return call
+
+
+def raw_ping(raw: RawStdio) -> Callable[[str], Awaitable[Any]]:
+    async def ping(q: str) -> Any:
+        return await raw.request("ping")
+
+    return ping
 
 
 def mcp_ping(session: ClientSession) -> Callable[[str], Awaitable[Any]]:
@@ -171,8 +238,9 @@ async def measure(paths: dict[str, tuple[Callable[[str], Awaitable[Any]], int | 
     return out
 
 
-async def run_all(url: str, stdio_url: str, served: int, base: str, token: str, qs: list[str], warmup: int,
-                  top_k: int, compare: list[tuple[str, str]]) -> dict[str, Measured]:
+async def run_all(url: str, stdio_url: str, raw_url: str, served: int, base: str, token: str, qs: list[str],
+                  warmup: int, top_k: int, compare: list[tuple[str, str, str]],
+                  stdio_only: bool = False) -> dict[str, Measured]:
     with polymem.open(url, embedder=None) as mem, polymem.open(base, token=token) as remote:
         async with AsyncExitStack() as stack:
             sread, swrite = await stack.enter_async_context(stdio_client(stdio_params(stdio_url)))
@@ -185,21 +253,30 @@ async def run_all(url: str, stdio_url: str, served: int, base: str, token: str, 
             await over_http.initialize()
 
             stdio_pid = server_pid(stdio_url)
+            raw = await RawStdio.start(raw_url)
+            stack.push_async_callback(raw.close)
             paths = {
                 DIRECT: (blocking(lambda q: mem.recall(q, user_id="u0", top_k=top_k)), None),
                 STDIO: (mcp_recall(stdio, top_k), stdio_pid),
-                "HTTP API (polymem serve, loopback)": (
-                    blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
-                "MCP streamable HTTP (/mcp of polymem serve)": (mcp_recall(over_http, top_k), served),
+                HTTP_API: (blocking(lambda q: remote.recall(q, user_id="u0", top_k=top_k)), served),
+                HTTP_MCP: (mcp_recall(over_http, top_k), served),
                 PING: (mcp_ping(stdio), stdio_pid),
+                RAW: (raw_recall(raw, top_k), raw.proc.pid),
+                RAW_PING: (raw_ping(raw), raw.proc.pid),
             }
-            for src, compare_url in compare:
+            if stdio_only:  # fewer processes writing their recall bonuses in the background during the others' calls
+                del paths[HTTP_API], paths[HTTP_MCP]
+            for src, compare_url, compare_raw_url in compare:
                 cread, cwrite = await stack.enter_async_context(stdio_client(stdio_params(compare_url, src)))
                 other = await stack.enter_async_context(ClientSession(cread, cwrite))
                 await other.initialize()
                 other_pid = server_pid(compare_url)
-                paths[f"MCP stdio, its server run from {src}"] = (mcp_recall(other, top_k), other_pid)
+                other_raw = await RawStdio.start(compare_raw_url, src)
+                stack.push_async_callback(other_raw.close)
+                paths[f"{STDIO}, its server run from {src}"] = (mcp_recall(other, top_k), other_pid)
                 paths[f"{PING}, its server run from {src}"] = (mcp_ping(other), other_pid)
+                paths[f"{RAW}, its server run from {src}"] = (raw_recall(other_raw, top_k), other_raw.proc.pid)
+                paths[f"{RAW_PING}, its server run from {src}"] = (raw_ping(other_raw), other_raw.proc.pid)
             # The direct store's recall bonuses are written by a background thread of this process ~0.1 s
             # after each call, inside the next paths' timing (the servers' are written in their own process):
             # written here, untimed, they land in no other path's time.
@@ -209,22 +286,43 @@ async def run_all(url: str, stdio_url: str, served: int, base: str, token: str, 
 DIRECT = "direct call, polymem.open(file).recall"
 STDIO = "MCP stdio (polymem mcp, SDK client)"
 PING = "MCP stdio ping, no recall (the round trip between the processes)"
+HTTP_API = "HTTP API (polymem serve, loopback)"
+HTTP_MCP = "MCP streamable HTTP (/mcp of polymem serve)"
+RAW = "MCP stdio (polymem mcp, raw JSON-RPC client: lines on its pipes, orjson)"
+RAW_PING = "MCP stdio ping, raw JSON-RPC client"
+
+
+def is_ping(name: str) -> bool:
+    return name.startswith("MCP stdio ping")
 
 
 def thread_ms(values: list[float]) -> float:
     return float(np.median(np.array(values))) * 1000
 
 
-async def in_process(url: str, direct_url: str, qs: list[str], warmup: int, top_k: int) -> dict[str, float]:
+async def in_process(url: str, direct_url: str, answer_url: str, qs: list[str], warmup: int,
+                     top_k: int) -> dict[str, float]:
     """Each query as a direct call, then as a recall and a ping through the MCP server over in-memory
-    streams (its store on a copy of the file, so that neither warms the other's caches for the query):
-    this thread's CPU time per call, median. And the SDK client's parse of one recall answer."""
-    pieces: dict[str, list[float]] = {"direct": [], "recall": [], "ping": []}
+    streams, then as the request lines the stdio transport answers itself once the client has
+    initialized (`_Direct`; each on a copy of the file, so that none warms another's caches for the
+    query): this thread's CPU time per call, median. And the SDK client's parse of one recall answer."""
+    pieces: dict[str, list[float]] = {"direct": [], "recall": [], "ping": [], "answered recall": [],
+                                      "answered ping": []}
     answer = ""
-    with polymem.open(url, embedder=None) as store, polymem.open(direct_url, embedder=None) as direct:
+    with polymem.open(url, embedder=None) as store, polymem.open(direct_url, embedder=None) as direct, \
+            polymem.open(answer_url, embedder=None) as answering:
         async def run(op: Any) -> Any:
             return store.execute(op)
 
+        async def run_answering(op: Any) -> Any:
+            return answering.execute(op)
+
+        transport = _Direct(Caller(run_answering))
+        for line in ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}):
+            await transport.answer(orjson.dumps(line))
         who = Caller(run)
         server = build_server(lambda _context: who)
         to_server, server_in = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -250,10 +348,19 @@ async def in_process(url: str, direct_url: str, qs: list[str], warmup: int, top_
                 c2 = time.thread_time()
                 await ask(2 * i + 2, "ping")
                 c3 = time.thread_time()
-                direct.flush()  # both stores' recall bonuses, written untimed
+                answered = await transport.answer(orjson.dumps({
+                    "jsonrpc": "2.0", "id": 2 * i + 1, "method": "tools/call", "params": {
+                        "name": "recall_memories", "arguments": {"query": q, "user_id": "u0", "top_k": top_k}}}))
+                c4 = time.thread_time()
+                pong = await transport.answer(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % (2 * i + 2))
+                c5 = time.thread_time()
+                if answered is None or pong is None:
+                    raise RuntimeError("the stdio transport left a tool call or a ping to the SDK's session")
+                direct.flush()  # the stores' recall bonuses, written untimed
                 store.flush()
+                answering.flush()
                 if i >= warmup:
-                    for name, value in zip(pieces, (c1 - c0, c2 - c1, c3 - c2), strict=True):
+                    for name, value in zip(pieces, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4), strict=True):
                         pieces[name].append(value)
             answer = out.message.model_dump_json(by_alias=True, exclude_none=True)  # as the stdio server writes it
             tasks.cancel_scope.cancel()
@@ -271,8 +378,8 @@ async def in_process(url: str, direct_url: str, qs: list[str], warmup: int, top_
         assert isinstance(message.root, types.JSONRPCResponse)
         return types.CallToolResult.model_validate(message.root.result)
 
-    return {"direct": thread_ms(pieces["direct"]), "recall": thread_ms(pieces["recall"]),
-            "ping": thread_ms(pieces["ping"]), "answer bytes": len(answer), "client parse": parse_ms(client_parse),
+    return {**{name: thread_ms(values) for name, values in pieces.items()}, "answer bytes": len(answer),
+            "client parse": parse_ms(client_parse),
             "response model": parse_ms(lambda: types.JSONRPCResponse.model_validate_json(answer)),
             "json.loads": parse_ms(lambda: json.loads(answer))}
 
@@ -304,6 +411,8 @@ def main() -> None:
     parser.add_argument("--compare", metavar="SRC", action="append", default=[],
                         help="also MCP over stdio with the server run from this "
                         "polymem source directory (e.g. core/src of an earlier commit's worktree)")
+    parser.add_argument("--stdio-only", action="store_true", help="leave out the two HTTP rows (their server "
+                        "idles): the stdio rows' A/B with less background work between the calls")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
     rng = random.Random(11)
@@ -315,22 +424,26 @@ def main() -> None:
         t0 = time.perf_counter()
         fill(path, args.size, args.users, rng)
         print(f"filled {args.size:,} memories in {time.perf_counter() - t0:.1f} s", flush=True)
-        copies = ["stdio", "served", "inproc", "inproc-direct", *(f"compared{i}" for i in range(len(args.compare)))]
+        copies = ["stdio", "raw", "served", "inproc", "inproc-direct", "inproc-answer",
+                  *(f"compared{i}" for i in range(len(args.compare))),
+                  *(f"compared-raw{i}" for i in range(len(args.compare)))]
         for copy in copies:  # one file per process: none waits on another's bookkeeping
             shutil.copy(path, path.with_name(f"{copy}.db"))
         proc, base, token = serve(path.with_name("served.db"))
-        compare = [(str(Path(src).resolve()), f"sqlite:///{path.with_name(f'compared{i}.db')}")
-                   for i, src in enumerate(args.compare)]
+        compare = [(str(Path(src).resolve()), f"sqlite:///{path.with_name(f'compared{i}.db')}",
+                    f"sqlite:///{path.with_name(f'compared-raw{i}.db')}") for i, src in enumerate(args.compare)]
         load_before = os.getloadavg()
         try:
-            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}", proc.pid, base, token, qs,
-                                            warmup, args.top_k, compare)).items())
+            rows = list(asyncio.run(run_all(url, f"sqlite:///{path.with_name('stdio.db')}",
+                                            f"sqlite:///{path.with_name('raw.db')}", proc.pid, base, token, qs,
+                                            warmup, args.top_k, compare, args.stdio_only)).items())
         finally:
             proc.terminate()
             proc.wait(30)
         load_after = os.getloadavg()
         pieces = anyio.run(in_process, f"sqlite:///{path.with_name('inproc.db')}",
-                           f"sqlite:///{path.with_name('inproc-direct.db')}", qs, warmup, args.top_k)
+                           f"sqlite:///{path.with_name('inproc-direct.db')}",
+                           f"sqlite:///{path.with_name('inproc-answer.db')}", qs, warmup, args.top_k)
         load_pieces = os.getloadavg()
     direct = ms(rows[0][1].wall, 50)
 
@@ -342,19 +455,30 @@ def main() -> None:
     header = ("| path | recall p50 ms | recall p99 ms | p50 overhead over the direct call, ms "
               "| paired p50 overhead, ms | CPU per call, client + server, ms |\n|---|---:|---:|---:|---:|---:|")
     lines = [f"| {name} | {ms(m.wall, 50):.2f} | {ms(m.wall, 99):.2f} | "
-             f"{'–' if name.startswith(PING) else format(ms(m.wall, 50) - direct, '+.2f')} | "
-             f"{'–' if name.startswith(PING) else format(paired(m), '+.2f')} | "
+             f"{'–' if is_ping(name) else format(ms(m.wall, 50) - direct, '+.2f')} | "
+             f"{'–' if is_ping(name) else format(paired(m), '+.2f')} | "
              f"{m.cpu / len(m.wall) * 1000:.2f} |" for name, m in rows]
     table = "\n".join([header, *lines])
     print(table)
-    stdio_overhead = ms(rows[1][1].wall, 50) - direct
     busy = max(load_before[0], load_after[0]) > (os.cpu_count() or 1)
-    verdict = (f"stdio overhead {stdio_overhead:.2f} ms p50 ({paired(rows[1][1]):.2f} paired): target ≤ 2 ms "
-               + ("undecided: the load average exceeded the core count, and the processes' waits for a core "
-                  "outweigh the overhead" if busy else "met" if stdio_overhead <= 2 else "NOT met"))
+
+    def judged(name: str, m: Measured) -> str:
+        overhead = ms(m.wall, 50) - direct
+        return (f"{name}: overhead {overhead:.2f} ms p50 ({paired(m):.2f} paired): target ≤ 2 ms "
+                + ("undecided (the load average exceeded the core count, and the processes' waits for a core "
+                   "outweigh the overhead)" if busy else "met" if overhead <= 2 else "NOT met"))
+
+    verdicts = [judged(name, m) for name, m in rows if name.startswith((STDIO, RAW))]
+    measured = dict(rows)
+    for src, _, _ in compare:  # the change's A/B: this tree's server against the other's, query by query
+        for own in (STDIO, PING, RAW, RAW_PING):
+            ours, theirs = measured[own].wall, measured[f"{own}, its server run from {src}"].wall
+            verdicts.append(f"{own}: this tree's server minus {src}'s, paired over the same queries: "
+                            f"{ms([a - b for a, b in zip(ours, theirs, strict=True)], 50):+.2f} ms p50 "
+                            f"(p50 {ms(ours, 50):.2f} against {ms(theirs, 50):.2f} ms)")
     load = (f"load average (1/5/15 min) {' / '.join(f'{x:.2f}' for x in load_before)} before, "
             f"{' / '.join(f'{x:.2f}' for x in load_after)} after")
-    print(verdict)
+    print("\n".join(verdicts))
     print(load)
     where = "\n".join([
         "| where, in one process (this thread's CPU time per call, median) | ms |", "|---|---:|",
@@ -363,12 +487,18 @@ def main() -> None:
         f"| of which the server's framing (SDK session, tool call, codec): the difference | "
         f"{pieces['recall'] - pieces['direct']:+.3f} |",
         f"| ping through the MCP server, in-memory streams | {pieces['ping']:.3f} |",
+        f"| recall answered by the stdio transport itself once initialized (`_Direct`: line in, line out) | "
+        f"{pieces['answered recall']:.3f} |",
+        f"| of which its framing: the difference from the direct call | "
+        f"{pieces['answered recall'] - pieces['direct']:+.3f} |",
+        f"| ping answered by the stdio transport itself | {pieces['answered ping']:.3f} |",
         f"| the SDK client's parse of the recall answer ({pieces['answer bytes']:,.0f} bytes) | "
         f"{pieces['client parse']:.3f} |",
         f"| the same line through the response model alone | {pieces['response model']:.3f} |",
         f"| the same line through json.loads | {pieces['json.loads']:.3f} |"])
     print(where)
     print(f"load average {' / '.join(f'{x:.2f}' for x in load_pieces)} after these")
+    judgements = "\n".join(f"- {v}" for v in verdicts)
     if not args.no_record:
         _results.append("MCP", "bench_mcp.py",
                         f". {args.size:,} memories ({args.users} user(s)), lexical mode, {args.queries} recalls per "
@@ -376,7 +506,8 @@ def main() -> None:
                         f"both processes spent on it (Linux /proc, 10 ms ticks summed over the calls); \"paired\": "
                         f"the median over the queries of (path − direct call) for the same query; the direct store's "
                         f"recall bonuses are written untimed after each of its calls. polymem {polymem.__version__}."
-                        f"\n\n{table}\n\n{verdict}; {load}.\n\n{where}\n\nLoad average after the in-process rows: "
+                        f"\n\n{table}\n\n{judgements}\n\n{load[0].upper()}{load[1:]}.\n\n{where}\n\n"
+                        f"Load average after the in-process rows: "
                         f"{' / '.join(f'{x:.2f}' for x in load_pieces)}.")
 
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import orjson
 import pytest
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
@@ -286,3 +287,151 @@ def test_stdio_transport_writes_each_message_as_the_sdks_json() -> None:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         assert json.loads(line) == json.loads(message.model_dump_json(by_alias=True, exclude_none=True))
         assert types.JSONRPCMessage.model_validate_json(line) == message
+
+
+# Once the client has initialized, the stdio transport answers tool calls and pings itself (`_Direct`);
+# the SDK's session keeps the handshake, the listings, resources and anything it does not read plainly.
+
+async def test_a_directly_answered_call_equals_the_sdk_sessions_answer_to_it(tmp_path: Path) -> None:
+    """The SDK's session answers the calls made between `initialize` and `notifications/initialized`;
+    the same calls made after it are answered by the transport, with the same results."""
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "polymem.cli", "mcp", "--url", f"sqlite:///{tmp_path / 'm.db'}", "--no-embedder"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as mcp:
+        await mcp.send_request(types.ClientRequest(types.InitializeRequest(params=types.InitializeRequestParams(
+            protocolVersion=types.LATEST_PROTOCOL_VERSION, capabilities=types.ClientCapabilities(),
+            clientInfo=types.Implementation(name="Early Bird", version="1")))), types.InitializeResult)
+        saved = await mcp.call_tool("save_memory", {"content": "Ann prefers window seats", "user_id": "ann"})
+        assert saved.structuredContent is not None and saved.structuredContent["source"] == "mcp:early-bird"
+        mid = saved.structuredContent["memory_id"]
+        calls: list[tuple[str, dict[str, object]]] = [
+            ("get_memory", {"memory_id": mid}), ("list_memories", {"user_id": "ann"}),
+            ("memory_history", {"memory_id": mid}), ("get_memory", {"memory_id": "nope"}),
+            ("recall_memories", {"query": "x", "top_k": 0}), ("drop_database", {})]
+        before = [await mcp.call_tool(name, arguments) for name, arguments in calls]
+        assert (await mcp.send_ping()) == types.EmptyResult()
+        await mcp.send_notification(types.ClientNotification(types.InitializedNotification()))
+        after = [await mcp.call_tool(name, arguments) for name, arguments in calls]
+        assert [r.model_dump() for r in after] == [r.model_dump() for r in before]
+        assert [r.isError for r in after] == [False, False, False, True, True, True]
+        again = await mcp.call_tool("save_memory", {"content": "Ann drinks tea", "user_id": "ann"})
+        assert again.structuredContent is not None and again.structuredContent["source"] == "mcp:early-bird"
+        assert (await mcp.send_ping()) == types.EmptyResult()
+        listed = await mcp.list_tools()  # still the SDK's session's
+        assert {t.name for t in listed.tools} == set(TOOLS)
+
+
+async def test_direct_answer_lines_are_byte_for_byte_what_the_sdk_session_writes(tmp_path: Path) -> None:
+    """Raw JSON-RPC lines on the server's stdin: the same request before and after
+    `notifications/initialized` gets the same answer line, byte for byte."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "polymem.cli", "mcp", "--url", f"sqlite:///{tmp_path / 'm.db'}", "--no-embedder",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def ask(message: dict[str, object]) -> bytes:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        await proc.stdin.drain()
+        return await asyncio.wait_for(proc.stdout.readline(), 30) if "id" in message else b""
+
+    requests: list[dict[str, object]] = [
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+         "params": {"name": "save_memory", "arguments": {"content": "Ann ✈ \"window\" seats", "user_id": "ann",
+                                                         "expire_at": "2030-01-01T00:00:00"}}},
+        {"jsonrpc": "2.0", "id": "r", "method": "tools/call",
+         "params": {"name": "list_memories", "arguments": {"user_id": "ann"}, "_meta": {"progressToken": 1}}},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "list_memories"}},
+        {"jsonrpc": "2.0", "id": 7, "method": "ping"}]
+    try:
+        await ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        before = [await ask(r) for r in requests]
+        await ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        after = [await ask(r) for r in requests]
+        assert after == before
+        assert json.loads(after[0])["result"]["isError"] and b"naive_datetime" in after[0]
+        assert after[-1] == b'{"jsonrpc":"2.0","id":7,"result":{}}\n'
+    finally:
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)
+
+
+async def test_only_plain_tool_calls_and_pings_after_initialized_are_answered_directly() -> None:
+    from polymem.mcp_server import Caller, _Direct
+
+    def line(message: object) -> bytes:
+        return json.dumps(message).encode() + b"\n"
+
+    save = {"name": "save_memory", "arguments": {"content": "Ann likes tea", "user_id": "ann"}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": save}
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "Direct Test", "version": "1"}}}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    with polymem.open("memory://", embedder=None) as mem:
+        async def run(op: ops.Operation[object]) -> object:
+            return mem.execute(op)
+
+        direct = _Direct(Caller(run))
+        # before the handshake is over, everything is the SDK session's (it refuses or answers it)
+        assert await direct.answer(line(call)) is None and await direct.answer(line(ping)) is None
+        await direct.answer(line(initialized))  # no initialize yet: not initialized
+        assert await direct.answer(line(call)) is None
+        assert await direct.answer(line({**initialize, "params": {"clientInfo": 3}})) is None  # the SDK refuses it
+        await direct.answer(line(initialized))
+        assert await direct.answer(line(call)) is None
+        assert await direct.answer(line({**initialize, "x": 1})) is None  # the SDK accepts extra fields
+        assert await direct.answer(line(call)) is None  # initialized is not sent yet
+        assert await direct.answer(line(initialized)) is None  # a notification: the session sees it too
+
+        saved = await direct.answer(line(call))
+        assert saved is not None
+        answer = json.loads(saved)
+        assert (answer["id"], answer["result"]["isError"]) == (1, False)
+        assert answer["result"]["structuredContent"]["source"] == "mcp:direct-test"
+        assert json.loads(answer["result"]["content"][0]["text"]) == answer["result"]["structuredContent"]
+        assert await direct.answer(line(ping)) == b'{"jsonrpc":"2.0","id":2,"result":{}}\n'
+        bad = await direct.answer(line({**call, "params": {"name": "recall_memories", "arguments": {"query": 3}}}))
+        assert bad is not None
+        error = json.loads(bad)["result"]
+        assert error["isError"] and error["content"][0]["text"].startswith(
+            "invalid_input: invalid arguments for recall_memories: query:")
+
+        # anything else, or anything not read as the SDK reads it, stays the session's
+        for other in [{"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                      {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "polymem://x"}},
+                      {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+                      {**call, "id": True}, {**call, "id": 1.5}, {**call, "id": None}, {**call, "jsonrpc": "1.0"},
+                      {**call, "extra": 1}, {**call, "params": {**save, "task": {"ttl": 5}}},
+                      {**call, "params": {"name": 3}}, {**call, "params": {"name": "x", "arguments": [1]}},
+                      {**call, "params": {"name": "x", "_meta": {"progressToken": [1]}}}, {**call, "params": []},
+                      {**ping, "params": {"x": 1}}, [call], "ping"]:
+            assert await direct.answer(line(other)) is None, other
+        assert await direct.answer(b"{not json\n") is None
+
+
+async def test_result_json_is_the_sdk_sessions_dump_of_the_result() -> None:
+    from polymem.mcp_server import Caller, _result_json, call_tool
+
+    with polymem.open("memory://", embedder=None) as mem:
+        async def run(op: ops.Operation[object]) -> object:
+            return mem.execute(op)
+
+        caller = Caller(run)
+        await call_tool(caller, "mcp:pytest", "save_memory", {"content": "Ann likes tea", "user_id": "ann",
+                                                              "metadata": {"n": None, "big": [1.5e300, -0.0]}})
+        results = [await call_tool(caller, "mcp:pytest", "recall_memories",
+                                   {"query": "tea", "user_id": "ann", "explain": True}),
+                   await call_tool(caller, "mcp:pytest", "get_memory", {"memory_id": "nope"}),
+                   types.CallToolResult(content=[types.TextContent(type="text", text="x", _meta={"a": 1}),
+                                                 types.ImageContent(type="image", data="AA==", mimeType="image/png")],
+                                        _meta={"b": None})]
+        for result in results:
+            expected = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            assert _result_json(result) == expected
+            assert orjson.dumps(_result_json(result)) == orjson.dumps(expected)  # the same keys in the same order

@@ -11,7 +11,8 @@ Two transports share this server:
 
 - stdio, `polymem mcp --url <store>`: any store URL; each call runs the sync
   store's `execute(op)` on the event loop's thread (over HTTP to `polymem serve` for an
-  `http://` URL, where the service's grants, write filter and audit apply);
+  `http://` URL, where the service's grants, write filter and audit apply); once the
+  client has initialized, the transport answers tool calls and pings itself (`_Direct`);
 - streamable HTTP at `/mcp` inside `polymem serve` (`polymem.server._mcp`):
   every call runs through `Service.execute(ctx, op)` for the bearer token's grant.
 
@@ -121,7 +122,12 @@ def _tools(permissions: frozenset[str], output_schemas: bool) -> tuple[types.Too
 def _client_source(session: Any) -> str:
     """`mcp:<client name>`, from what the client said when it connected."""
     params = getattr(session, "client_params", None)
-    name = params.clientInfo.name if params is not None else "unknown"
+    return _source_of(params.clientInfo.name if params is not None else None)
+
+
+def _source_of(client: str | None) -> str:
+    """`mcp:<client name>`, for a client that gave this name when it connected (None: none)."""
+    name = client or "unknown"
     return "mcp:" + (re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-")[:64] or "unknown")
 
 
@@ -148,13 +154,19 @@ def _line(message: types.JSONRPCMessage) -> bytes:
     dumped an answer's result to JSON-ready values; pydantic would walk a recall's ten hits again
     to find each value's type, orjson writes them in a fifth of the time."""
     root = message.root
-    if isinstance(root, types.JSONRPCResponse) and not root.model_extra:
-        try:
-            return orjson.dumps({"jsonrpc": root.jsonrpc, "id": root.id, "result": root.result},
-                                option=orjson.OPT_APPEND_NEWLINE)
-        except orjson.JSONEncodeError:
-            pass
+    if (isinstance(root, types.JSONRPCResponse) and not root.model_extra
+            and (line := _answer_line(root.id, root.result)) is not None):
+        return line
     return message.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n"
+
+
+def _answer_line(request_id: types.RequestId, result: dict[str, Any]) -> bytes | None:
+    """The line of a JSON-RPC answer whose result is JSON-ready, by orjson (None: orjson cannot write
+    it, e.g. an integer past 64 bits; the SDK's dump then writes it)."""
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return None
 
 
 async def call_tool(caller: Caller, source: str, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
@@ -183,6 +195,33 @@ async def call_tool(caller: Caller, source: str, name: str, arguments: Mapping[s
     data = op_cls.codec.encode(result)
     return types.CallToolResult(content=[types.TextContent(type="text", text=_dumps(data))],
                                 structuredContent=data, isError=False)
+
+
+async def _outcome(caller: Caller, source: str, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    """A tool call's result, whichever path answers it (the SDK's handler, or `_Direct` over stdio):
+    `call_tool`, and an unexpected exception as the tool error the SDK's handler would make of it."""
+    try:
+        return await call_tool(caller, source, name, arguments)
+    except Exception as exc:  # what the SDK's call_tool handler does with any exception: the message, as a tool error
+        return _error(str(exc))
+
+
+def _result_json(result: types.CallToolResult) -> dict[str, Any]:
+    """A tool's result as the SDK's session puts it in its answer: `model_dump(by_alias=True,
+    mode="json", exclude_none=True)`. Written out for the results `call_tool` makes (text blocks,
+    structured content already JSON-ready from the codec): pydantic would walk a recall's hits to
+    find each value's type; any other result goes through its dump."""
+    blocks = result.content
+    if (result.meta is None and not result.model_extra
+            and all(type(b) is types.TextContent and b.annotations is None and b.meta is None and not b.model_extra
+                    for b in blocks)):
+        data: dict[str, Any] = {"content": [{"type": "text", "text": b.text} for b in blocks if
+                                            isinstance(b, types.TextContent)]}
+        if result.structuredContent is not None:
+            data["structuredContent"] = result.structuredContent
+        data["isError"] = result.isError
+        return data
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 _MEMORY_URI = re.compile(r"^polymem://memories/(?P<memory_id>[^/]+)$")
@@ -235,7 +274,7 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
 
     async def on_call(tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         who, session = caller()
-        return await call_tool(who, who.source or _client_source(session), tool, arguments)
+        return await _outcome(who, who.source or _client_source(session), tool, arguments)
 
     async def list_templates() -> list[types.ResourceTemplate]:
         return RESOURCE_TEMPLATES
@@ -260,6 +299,78 @@ def build_server(resolve: Callable[[Any], Caller], *, name: str = "polymem",
     return server
 
 
+_REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_CALL_KEYS = frozenset({"name", "arguments", "_meta"})
+
+
+def _plain_meta(params: Mapping[str, Any]) -> bool:
+    """No `_meta`, or one the SDK reads as it is (an object whose progress token, if any, is a string or an integer)."""
+    meta = params.get("_meta")
+    return meta is None or (isinstance(meta, dict) and type(meta.get("progressToken")) in (str, int, type(None)))
+
+
+class _Direct:
+    """The stdio transport's own answers to `tools/call` and `ping`, once the client has initialized.
+
+    The SDK's session turns every message into its pydantic models and back: for a recall, the request's
+    validation, the result model built from the tool's answer and its dump again, about a millisecond of
+    the call's overhead. Once the client has sent `notifications/initialized` (after an `initialize`
+    that the SDK's session accepts), a plain `tools/call` or `ping` request is read with orjson,
+    run through `_outcome` (the SDK's handler's own function), and answered with the same JSON as
+    the SDK writes (`_result_json`). Everything else, and anything this does not read exactly as the
+    SDK would (extra fields, a task, an odd id or progress token, malformed JSON), goes to the SDK's
+    session as before: the handshake, listing, resources, notifications and errors stay its own."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+        self.client: str | None = None
+        """The client's name, from its last `initialize` request the SDK accepts (its writes' source)."""
+        self.initialized = False
+
+    async def answer(self, line: bytes) -> bytes | None:
+        """The answer line to this incoming line, or None: the SDK's session is to handle it."""
+        try:
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return None
+        method, params = message.get("method"), message.get("params")
+        if "id" not in message:  # a notification: the session's, always
+            if method == "notifications/initialized" and self.client is not None:
+                self.initialized = True
+            return None
+        request_id = message["id"]
+        if type(request_id) not in (int, str):
+            return None
+        if method == "initialize":
+            self._initializing(params)
+            return None
+        if not self.initialized or not message.keys() <= _REQUEST_KEYS:
+            return None
+        if params is not None and not (isinstance(params, dict) and _plain_meta(params)):
+            return None
+        if method == "ping" and (params is None or params.keys() <= {"_meta"}):
+            result: dict[str, Any] = {}
+        elif (method == "tools/call" and params is not None and params.keys() <= _CALL_KEYS
+              and isinstance(params.get("name"), str) and isinstance(params.get("arguments"), dict | None)):
+            who = self.caller
+            outcome = await _outcome(who, who.source or _source_of(self.client), params["name"],
+                                     params.get("arguments") or {})
+            result = _result_json(outcome)
+        else:
+            return None
+        return _answer_line(request_id, result) or _line(
+            types.JSONRPCMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)))
+
+    def _initializing(self, params: Any) -> None:
+        """Note the client's name from an `initialize` request, if the SDK's session will accept it."""
+        try:
+            self.client = types.InitializeRequestParams.model_validate(params).clientInfo.name
+        except ValidationError:
+            pass
+
+
 @asynccontextmanager
 async def _sdk_stdio() -> AsyncIterator[tuple[Any, Any]]:
     from mcp.server.stdio import stdio_server
@@ -269,13 +380,15 @@ async def _sdk_stdio() -> AsyncIterator[tuple[Any, Any]]:
 
 
 @asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_pipes(direct: _Direct | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """The MCP stdio transport on the event loop's own pipes (POSIX; elsewhere, or when stdin is not
     a pipe, the SDK's `stdio_server`).
 
     The SDK's transport reads and writes stdin/stdout through worker threads: three thread hops per
     message (readline, write, flush), a large part of a call's overhead. The messages are the SDK's
-    own types, parsed and dumped as its transport does."""
+    own types, parsed and dumped as its transport does. With `direct`, the tool calls and pings it
+    answers (see `_Direct`) never reach the SDK's session (on these pipes only: the SDK's transport,
+    where it is used, hands every message to the session)."""
     if sys.platform == "win32":
         async with _sdk_stdio() as streams:
             yield streams
@@ -301,13 +414,21 @@ async def stdio_pipes() -> AsyncIterator[tuple[Any, Any]]:
     async def read_lines() -> None:
         async with read_send:
             while True:
+                message: SessionMessage | Exception
                 try:
                     line = await reader.readline()
-                    if not line:
-                        return
-                    message: SessionMessage | Exception = SessionMessage(
-                        types.JSONRPCMessage.model_validate_json(line))
-                except ValueError as exc:  # not JSON-RPC, or longer than MAX_MESSAGE: the session answers it
+                except ValueError as exc:  # longer than MAX_MESSAGE: the session answers it
+                    await read_send.send(exc)
+                    continue
+                if not line:
+                    return
+                if direct is not None and (answer := await direct.answer(line)) is not None:
+                    writer.write(answer)
+                    await writer.drain()
+                    continue
+                try:
+                    message = SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+                except ValueError as exc:  # not JSON-RPC: the session answers it
                     message = exc
                 await read_send.send(message)
 
@@ -344,5 +465,5 @@ async def run_stdio(store: Memory, *, defaults: Mapping[str, Any] | None = None,
 
     who = Caller(run, ALL_PERMISSIONS, dict(defaults or {}), source)
     server = build_server(lambda _context: who)
-    async with stdio_pipes() as (read, write):
+    async with stdio_pipes(_Direct(who)) as (read, write):
         await server.run(read, write, server.create_initialization_options())

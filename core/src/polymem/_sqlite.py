@@ -334,10 +334,13 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
     created = from_micros(row[11])
     updated = from_micros(row[12])
     assert created is not None and updated is not None
+    entities, metadata = row[9], row[10]
     return MemoryRecord(
         memory_id=row[0], namespace=row[1], user_id=row[2], agent_id=row[3], session_id=row[4],
         content=row[5], category=row[6], source=row[7], importance=float(row[8]),
-        entities=tuple(json.loads(row[9])), metadata=json.loads(row[10]),
+        # most memories have neither: no JSON to parse
+        entities=() if entities is None or entities == "[]" else tuple(json.loads(entities)),
+        metadata={} if metadata is None or metadata == "{}" else json.loads(metadata),
         created_at=created, updated_at=updated, last_accessed_at=from_micros(row[13]),
         access_count=int(row[14]), expire_at=from_micros(row[15]), embedding_model=row[16],
         version=int(row[17]), status=row[18],

@@ -44,6 +44,8 @@ class Candidate:
     A backend may return the full `record`, or leave it None and fill in only
     the fields scoring needs; the engine then fetches full records for the
     final top-k alone (decoding 200 records per recall costs more than the search).
+    Such a candidate may also carry its `content`, which the calibration of text
+    matches reads (None: the engine fetches the records of those it needs).
     """
 
     record: MemoryRecord | None
@@ -55,6 +57,7 @@ class Candidate:
     created_at: datetime | None = None
     last_accessed_at: datetime | None = None
     access_count: int = 0
+    content: str | None = None
 
     @property
     def scored(self) -> Any:
@@ -64,6 +67,11 @@ class Candidate:
     @property
     def id(self) -> str:
         return self.record.memory_id if self.record is not None else self.memory_id
+
+    @property
+    def text(self) -> str | None:
+        """The memory's content, when the search read it (None: not read)."""
+        return self.record.content if self.record is not None else self.content
 
 
 @dataclass(frozen=True)

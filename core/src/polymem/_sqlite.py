@@ -550,7 +550,8 @@ class _ScopeBlock:
 
 _CACHE_COLUMNS = "rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector"
 # What a recall candidate is scored by (a `Candidate`'s fields), after its rowid.
-_SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count"
+# What a recall's candidates carry: what scoring reads, and the content its calibration of text matches reads.
+_SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
 
 
 class _VectorCache:
@@ -1204,7 +1205,7 @@ class SQLiteBackend(Backend):
                     f"({', '.join('?' for _ in unread)})", unread))
         return [  # positional: ~200 candidates a recall
             Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], from_micros(row[4]),
-                      from_micros(row[5]), int(row[6]))
+                      from_micros(row[5]), int(row[6]), row[7])
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 

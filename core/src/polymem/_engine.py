@@ -876,7 +876,7 @@ class Engine:
                 hit.explanation["relevance"]["value"] = relevance
                 hit.explanation["relevance"]["grounding"] = grounds[index]
                 hit.explanation["score"] = score
-            out.append(replace(hit, score=score, relevance=relevance))
+            out.append(_rescored(hit, score, relevance))
         out.sort(key=hit_order)
         return out
 
@@ -897,7 +897,7 @@ class Engine:
                 hit.explanation["context"] = {"relevance": near, "weight": policy.context_weight,
                                               "minutes": policy.context_minutes}
                 hit.explanation["score"] = score
-            out.append(replace(hit, score=score))
+            out.append(_rescored(hit, score, hit.relevance))
         out.sort(key=hit_order)
         return out
 
@@ -931,7 +931,7 @@ class Engine:
                     "in_period": in_period, "asks_when": asks,
                     "stated": None if stated is None else stated.isoformat(), "weight": policy.time_weight}
                 hit.explanation["score"] = score
-            out.append(replace(hit, score=score) if misses else hit)
+            out.append(_rescored(hit, score, hit.relevance) if misses else hit)
         out.sort(key=hit_order)
         return out
 
@@ -994,7 +994,7 @@ class Engine:
                 hit.explanation["rerank"] = {"relevance": relevance, "before": {
                     "rank": rank, "relevance": hit.relevance, "score": hit.score}}
                 hit.explanation["score"] = score
-            reranked.append(replace(hit, score=score, relevance=relevance))
+            reranked.append(_rescored(hit, score, relevance))
         reranked.sort(key=hit_order)
         return reranked + tail
 
@@ -1638,6 +1638,11 @@ def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.li
                 best[key] = (hit, index)
     merged = sorted((hit for hit, _ in best.values()), key=hit_order)
     return merged, {key: index for key, (_, index) in best.items()}
+
+
+def _rescored(hit: RecallHit, score: float, relevance: float) -> RecallHit:
+    """`hit` scored anew: made directly (`dataclasses.replace` takes 5x as long, ~60 times a recall)."""
+    return RecallHit(hit.memory, score, relevance, hit.similarity, hit.text_rank, hit.live_score, hit.explanation)
 
 
 def _with_records(hits: builtins.list[RecallHit], stand_ins: set[str],

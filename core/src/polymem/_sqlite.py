@@ -549,8 +549,8 @@ class _ScopeBlock:
 
 
 _CACHE_COLUMNS = "rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector"
-# What a recall candidate is scored by (a `Candidate`'s fields), after its rowid.
-# What a recall's candidates carry: what scoring reads, and the content its calibration of text matches reads.
+# What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
+# the content the calibration of text matches reads.
 _SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
 
 
@@ -1193,11 +1193,8 @@ class SQLiteBackend(Backend):
             if not wanted:
                 return []
             if request.query_vector is not None:
-                query, where_of, blocks = request.query_vector, cache.where.get, cache.blocks
-                for rid in ranks:
-                    if rid not in similarities and (key := where_of(rid)) is not None:
-                        block = blocks[key]
-                        similarities[rid] = float(block.matrix[block.slots[rid]] @ query)
+                similarities.update(self._cosines(cache, [rid for rid in ranks if rid not in similarities],
+                                                  request.query_vector))
             unread = [rid for rid in wanted if rid not in found]
             if unread:
                 found.update((row[0], row) for row in conn.execute(
@@ -1208,6 +1205,25 @@ class SQLiteBackend(Backend):
                       from_micros(row[5]), int(row[6]), row[7])
             for rid in wanted if (row := found.get(rid)) is not None
         ]
+
+    @staticmethod
+    def _cosines(cache: _VectorCache, rowids: Sequence[int], query: np.ndarray) -> dict[int, float]:
+        """The products with `query` of the rows among `rowids` that have a vector (full-text
+        candidates the vector search did not find), one batched product per scope: each row's
+        (1 x d by d x 1) is multiplied by numpy's dot kernel as `row @ query` is, to the last bit.
+        A row of 1 x d by the d x n matrix would use BLAS's matrix kernel, whose sums may round
+        otherwise; a memory's similarity must not depend on how it was found."""
+        by_block: dict[tuple[str, str | None], builtins.list[int]] = {}
+        where_of = cache.where.get
+        for rid in rowids:
+            if (key := where_of(rid)) is not None:
+                by_block.setdefault(key, []).append(rid)
+        out: dict[int, float] = {}
+        for key, rids in by_block.items():
+            block = cache.blocks[key]
+            rows = block.matrix[[block.slots[rid] for rid in rids]]
+            out.update(zip(rids, np.matmul(rows[:, None, :], query[:, None])[:, 0, 0].tolist()))
+        return out
 
     @staticmethod
     def _vector_candidates(cache: _VectorCache, request: SearchRequest, now_us: int,

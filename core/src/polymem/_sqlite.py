@@ -1201,8 +1201,8 @@ class SQLiteBackend(Backend):
                     f"SELECT m.rowid, {_SCORED_COLUMNS} FROM memories m WHERE m.rowid IN "
                     f"({', '.join('?' for _ in unread)})", unread))
         return [  # positional: ~200 candidates a recall
-            Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], from_micros(row[4]),
-                      from_micros(row[5]), int(row[6]), row[7])
+            Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],
+                      int(row[6]), row[7])
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 

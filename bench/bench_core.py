@@ -8,6 +8,9 @@ Then the fixed cost of a recall on other data: synthetic vectors in 200 clusters
 (no shortlist prunes them well) and 8 random words per memory, in one user's scope; each query is
 timed alternately through polymem's recall (query vector given, no embedding) and numpy's exact
 search over the same vectors (one matrix-vector product and a partial sort), in one process.
+numpy's BLAS runs on one thread (OMP_NUM_THREADS=1 unless set otherwise, before numpy is
+imported), as polymem's own products do: on a shared machine BLAS's idle threads spin and
+make numpy's time (and the ratio) a measure of the load.
 Results are appended to bench/RESULTS.md with the machine, the date and the load.
 
     python bench/bench_core.py                 # 10k and 100k; synthetic 20k and 100k
@@ -26,11 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import _results
-import numpy as np
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy: its BLAS reads this when it loads
 
-import polymem
-from polymem import MemoryDraft
+import _results  # noqa: E402
+import numpy as np  # noqa: E402
+
+import polymem  # noqa: E402
+from polymem import MemoryDraft  # noqa: E402
 
 SUBJECTS = ["I", "My sister", "The user", "My manager", "Our team", "My friend Li", "My doctor", "The client"]
 VERBS = ["likes", "prefers", "visited", "booked", "hates", "bought", "recommended", "scheduled", "cancelled", "asked about"]
@@ -190,7 +195,8 @@ def main() -> None:
     table_text = "\n".join([header, *lines]) if rows else ""
     if synthetic_rows:
         table_text += ("\n\nSynthetic one-user scope (200 clusters, wide noise, 8 random words a memory), "
-                       "alternating polymem recall (query vector given) and numpy exact search; load is the "
+                       "alternating polymem recall (query vector given) and numpy exact search, numpy's BLAS on "
+                       f"{os.environ['OMP_NUM_THREADS']} thread(s) (OMP_NUM_THREADS); load is the "
                        "1-minute load average when the queries started.\n\n"
                        "| memories | polymem p50 ms | polymem p99 ms | numpy p50 ms | numpy p99 ms | p50 ratio "
                        "| polymem CPU p50 ms | numpy CPU p50 ms | CPU ratio | load |\n"

@@ -17,8 +17,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("polymem")
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
 # Where a keyset page of one user's active records ended: (created_at, row id) as the backend stores them.
 PageCursor = tuple[Any, int]
 
@@ -44,6 +46,11 @@ class Candidate:
     A backend may return the full `record`, or leave it None and fill in only
     the fields scoring needs; the engine then fetches full records for the
     final top-k alone (decoding 200 records per recall costs more than the search).
+    Such a candidate may also carry its `content`, which the calibration of text
+    matches reads (None: the engine fetches the records of those it needs).
+    Its times are microseconds since the epoch (`created_us`, `accessed_us`), as
+    stores keep them: a recall scores ~200 candidates by their age (`age_seconds`)
+    and orders ~30 by their `created_at`, made when first read.
     """
 
     record: MemoryRecord | None
@@ -52,9 +59,27 @@ class Candidate:
     memory_id: str = ""
     importance: float = 0.0
     category: str = ""
-    created_at: datetime | None = None
-    last_accessed_at: datetime | None = None
+    created_us: int = 0
+    accessed_us: int | None = None
     access_count: int = 0
+    content: str | None = None
+    _created: datetime | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def created_at(self) -> datetime:
+        if self._created is None:
+            self._created = _EPOCH + timedelta(0, 0, self.created_us)  # as `from_micros`
+        return self._created
+
+    @property
+    def last_accessed_at(self) -> datetime | None:
+        return None if self.accessed_us is None else _EPOCH + timedelta(0, 0, self.accessed_us)
+
+    def age_seconds(self, now_us: int) -> float:
+        """Seconds from the last access (or the creation) to `now_us`: the very float of
+        `(now - (last_accessed_at or created_at)).total_seconds()` (both divide whole
+        microseconds by 10**6, correctly rounded), without making either datetime."""
+        return (now_us - (self.created_us if self.accessed_us is None else self.accessed_us)) / 1_000_000
 
     @property
     def scored(self) -> Any:
@@ -64,6 +89,11 @@ class Candidate:
     @property
     def id(self) -> str:
         return self.record.memory_id if self.record is not None else self.memory_id
+
+    @property
+    def text(self) -> str | None:
+        """The memory's content, when the search read it (None: not read)."""
+        return self.record.content if self.record is not None else self.content
 
 
 @dataclass(frozen=True)

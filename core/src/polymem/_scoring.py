@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._backend import Candidate
 from ._errors import InvalidInput
+from ._filters import to_micros
 from ._models import MemoryRecord
 
 DEFAULT_BASE_BY_SOURCE = {"user_input": 0.6, "inference": 0.4, "tool_result": 0.3, "import": 0.5}
@@ -121,7 +123,10 @@ class ScoringPolicy:
         n = len(records)
         days, factor = np.zeros(n), np.ones(n)
         if self.decay:
-            seconds = np.fromiter(((now - (r.last_accessed_at or r.created_at)).total_seconds() for r in records),
+            now_us = to_micros(now)
+            # a search's bare candidate counts its age in the microseconds it holds (the same float)
+            seconds = np.fromiter((r.age_seconds(now_us) if isinstance(r, Candidate)
+                                   else (now - (r.last_accessed_at or r.created_at)).total_seconds() for r in records),
                                   np.float64, n)
             days = np.maximum(0.0, seconds / 86400.0)
             factor = 0.5 ** (days / np.fromiter((self.half_life(r.category) for r in records), np.float64, n))

@@ -334,10 +334,13 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
     created = from_micros(row[11])
     updated = from_micros(row[12])
     assert created is not None and updated is not None
+    entities, metadata = row[9], row[10]
     return MemoryRecord(
         memory_id=row[0], namespace=row[1], user_id=row[2], agent_id=row[3], session_id=row[4],
         content=row[5], category=row[6], source=row[7], importance=float(row[8]),
-        entities=tuple(json.loads(row[9])), metadata=json.loads(row[10]),
+        # most memories have neither: no JSON to parse
+        entities=() if entities is None or entities == "[]" else tuple(json.loads(entities)),
+        metadata={} if metadata is None or metadata == "{}" else json.loads(metadata),
         created_at=created, updated_at=updated, last_accessed_at=from_micros(row[13]),
         access_count=int(row[14]), expire_at=from_micros(row[15]), embedding_model=row[16],
         version=int(row[17]), status=row[18],
@@ -546,8 +549,9 @@ class _ScopeBlock:
 
 
 _CACHE_COLUMNS = "rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector"
-# What a recall candidate is scored by (a `Candidate`'s fields), after its rowid.
-_SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count"
+# What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
+# the content the calibration of text matches reads.
+_SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
 
 
 class _VectorCache:
@@ -1189,21 +1193,37 @@ class SQLiteBackend(Backend):
             if not wanted:
                 return []
             if request.query_vector is not None:
-                query, where_of, blocks = request.query_vector, cache.where.get, cache.blocks
-                for rid in ranks:
-                    if rid not in similarities and (key := where_of(rid)) is not None:
-                        block = blocks[key]
-                        similarities[rid] = float(block.matrix[block.slots[rid]] @ query)
+                similarities.update(self._cosines(cache, [rid for rid in ranks if rid not in similarities],
+                                                  request.query_vector))
             unread = [rid for rid in wanted if rid not in found]
             if unread:
                 found.update((row[0], row) for row in conn.execute(
                     f"SELECT m.rowid, {_SCORED_COLUMNS} FROM memories m WHERE m.rowid IN "
                     f"({', '.join('?' for _ in unread)})", unread))
         return [  # positional: ~200 candidates a recall
-            Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], from_micros(row[4]),
-                      from_micros(row[5]), int(row[6]))
+            Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],
+                      int(row[6]), row[7])
             for rid in wanted if (row := found.get(rid)) is not None
         ]
+
+    @staticmethod
+    def _cosines(cache: _VectorCache, rowids: Sequence[int], query: np.ndarray) -> dict[int, float]:
+        """The products with `query` of the rows among `rowids` that have a vector (full-text
+        candidates the vector search did not find), one batched product per scope: each row's
+        (1 x d by d x 1) is multiplied by numpy's dot kernel as `row @ query` is, to the last bit.
+        A row of 1 x d by the d x n matrix would use BLAS's matrix kernel, whose sums may round
+        otherwise; a memory's similarity must not depend on how it was found."""
+        by_block: dict[tuple[str, str | None], builtins.list[int]] = {}
+        where_of = cache.where.get
+        for rid in rowids:
+            if (key := where_of(rid)) is not None:
+                by_block.setdefault(key, []).append(rid)
+        out: dict[int, float] = {}
+        for key, rids in by_block.items():
+            block = cache.blocks[key]
+            rows = block.matrix[[block.slots[rid] for rid in rids]]
+            out.update(zip(rids, np.matmul(rows[:, None, :], query[:, None])[:, 0, 0].tolist()))
+        return out
 
     @staticmethod
     def _vector_candidates(cache: _VectorCache, request: SearchRequest, now_us: int,

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._backend import Candidate, Changed, NewRecord, PageCursor, SearchRequest, selective_terms, versions_then
 from .._errors import DimensionMismatchError, NotFoundError, VersionConflictError
-from .._filters import dumps
+from .._filters import dumps, to_micros
 from .._models import ImportReport, MemoryRecord, Message, SessionInfo
 from .._time import to_iso
 from ._cache import (
@@ -440,8 +440,9 @@ class Plans:
         best = max((r[8] for r in merged.values() if r[8] is not None), default=0.0)
         return [Candidate(None, None if r[7] is None else float(r[7]),
                           None if r[8] is None else (float(r[8]) / best if best > 0 else 1.0),
-                          memory_id=r[1], importance=float(r[2]), category=r[3], created_at=_utc(r[4]),
-                          last_accessed_at=_utc(r[5]), access_count=int(r[6])) for _, r in sorted(merged.items())]
+                          memory_id=r[1], importance=float(r[2]), category=r[3], created_us=to_micros(r[4]),
+                          accessed_us=None if r[5] is None else to_micros(r[5]), access_count=int(r[6]))
+                for _, r in sorted(merged.items())]
 
     def count_foreign_vectors(self, namespace: str, model_id: str | None) -> PgPlan[int]:
         row = yield Q(

@@ -14,7 +14,7 @@ import pytest
 
 import polymem
 from polymem import _ann
-from polymem._sqlite import SQLiteBackend
+from polymem._sqlite import SQLiteBackend, _ScopeBlock
 from polymem.testing import FakeClock
 
 ROWS = 6_000  # the tests lower the threshold to 3,000 rows: the index is built in about a second
@@ -128,6 +128,28 @@ def test_a_memory_re_embedded_after_the_build_is_found_by_its_new_vector(tmp_pat
     assert found[0][0].memory_id == ids[7]
     assert found[0][1] == pytest.approx(1.0)
     assert scope.best(scope.rows, new, None, scope.rows.size, 1) is not None  # answered by the index
+    mem.close()
+
+
+def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=15)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    scope = indexed(mem)
+    block = scope.rows
+    assert isinstance(block, _ScopeBlock)
+    before = block.rowids[:block.size].copy()
+    scope._slots(block, before[:10])  # the sorted copy of the rowids, taken before the changes below
+    for memory_id in ids[:40:2]:  # a delete moves the block's last row into the hole
+        mem.delete(memory_id)
+    mem.save_many([polymem.MemoryDraft(f"later {i}") for i in range(30)], user_id="u", vectors=clustered(30, seed=16))
+    mem.nearest(vectors[0], user_id="u", top_k=1)  # the cache reads the changes
+    labels = np.concatenate([before, block.rowids[:block.size], [-1, 10**9]]).astype(np.int64)
+    expected = [block.slots.get(int(label), -1) for label in labels]
+    assert scope._slots(block, labels).tolist() == expected
+    fresh = block.rowids[block.size - 30:block.size]  # none in the copy: it is sorted again
+    assert scope._slots(block, fresh).tolist() == [block.slots[int(label)] for label in fresh]
+    assert scope.sorted_ids is None
+    assert scope._slots(block, labels).tolist() == expected
     mem.close()
 
 

@@ -125,6 +125,8 @@ class ScopeIndex:
         self.build_seconds: float | None = None
         self.builder: threading.Thread | None = None
         self.mutex = threading.Lock()  # faiss index: adds, searches and writes one at a time
+        self.sorted_ids: tuple[np.ndarray, np.ndarray] | None = None  # (rowids sorted, their slots): `_slots`
+        self.sorted_of: _ScopeBlock | None = None
 
     @property
     def ready(self) -> bool:
@@ -165,8 +167,7 @@ class ScopeIndex:
         # beyond the rows wanted, to be measured exactly (at 100k real embeddings, 10 + 18 rows
         # found 0.93 of the exact top 10)
         labels = self.propose(query, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
-        get = block.slots.get
-        slots = np.fromiter((get(label, -1) for label in labels.tolist()), dtype=np.int64, count=len(labels))
+        slots = self._slots(block, labels)
         slots = np.unique(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
         if mask is not None:
             slots = slots[mask[slots]]
@@ -178,6 +179,33 @@ class ScopeIndex:
             top = np.argpartition(-sims, limit)[:limit]
             slots, sims = slots[top], sims[top]
         return slots, sims
+
+    def _slots(self, block: _ScopeBlock, labels: np.ndarray) -> np.ndarray:
+        """The slots of `block` holding the rowids `labels` (-1: none). Looked up in a sorted copy of
+        the block's rowids, each checked against the block itself (a row since moved, or added
+        after the copy, is looked up in `block.slots`): at 100k rows, 250 dict lookups of
+        labels spread over the scope cost ~0.3 ms in cache misses, the sorted search ~0.03."""
+        sorted_ids = self.sorted_ids
+        if sorted_ids is None or self.sorted_of is not block:
+            n = block.size
+            order = np.argsort(block.rowids[:n], kind="stable")
+            sorted_ids = self.sorted_ids = (block.rowids[:n][order], order)
+            self.sorted_of = block
+        ids, order = sorted_ids
+        if not len(ids):
+            return np.full(len(labels), -1, dtype=np.int64)
+        at = np.searchsorted(ids, labels)
+        at[at == len(ids)] = 0
+        slots = order[at]
+        hit = (ids[at] == labels) & (slots < block.size)
+        hit[hit] = block.rowids[slots[hit]] == labels[hit]
+        missed = np.flatnonzero(~hit)
+        if len(missed):
+            get = block.slots.get
+            slots[missed] = [get(label, -1) for label in labels[missed].tolist()]
+            if np.count_nonzero(slots[missed] >= 0) * 8 > len(labels):  # many rows moved or new: sort again
+                self.sorted_ids = None
+        return slots
 
     def _catch_up(self) -> None:
         if not self.pending:

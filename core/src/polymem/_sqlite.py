@@ -404,7 +404,7 @@ class _ScopeBlock:
     """
 
     __slots__ = ("size", "slots", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale", "any_stale",
-                 "agents", "categories", "expire", "_codes", "ann", "scope")
+                 "agents", "categories", "expire", "soonest", "_codes", "ann", "scope")
 
     def __init__(self, scope: tuple[str, str | None]) -> None:
         self.scope = scope  # (namespace, user_id)
@@ -421,6 +421,7 @@ class _ScopeBlock:
         self.agents = np.zeros(0, dtype=np.int32)
         self.categories = np.zeros(0, dtype=np.int32)
         self.expire = np.zeros(0, dtype=np.int64)
+        self.soonest = _NEVER  # no row expires before this (a lower bound: a drop leaves it)
         self._codes: dict[str | None, int] = {}
         self.ann: ScopeIndex | None = None  # the approximate index of a large scope (`_ann`)
 
@@ -467,7 +468,9 @@ class _ScopeBlock:
         self.stale[slots] = self.any_stale = True
         self.agents[slots] = [self._code_for(row[2]) for row in rows]
         self.categories[slots] = [self._code_for(row[3]) for row in rows]
-        self.expire[slots] = [_NEVER if row[4] is None else row[4] for row in rows]
+        expire = [_NEVER if row[4] is None else row[4] for row in rows]
+        self.expire[slots] = expire
+        self.soonest = min(self.soonest, min(expire, default=_NEVER))
 
     def drop(self, rowid: int) -> None:
         slot = self.slots.pop(rowid, None)
@@ -1241,14 +1244,15 @@ class SQLiteBackend(Backend):
             if not n:
                 continue
             rowids = block.rowids[:n]
-            mask = block.expire[:n] > now_us
-            if request.agent_id is not None:
-                mask &= block.agents[:n] == block.code(request.agent_id)
-            if request.category is not None:
-                mask &= block.categories[:n] == block.code(request.category)
-            if allowed is not None:
-                mask &= np.isin(rowids, allowed)
-            kept = int(np.count_nonzero(mask))
+            # None: every row kept (none of the block's rows expired, no filter), without a pass over the block
+            mask = None if block.soonest > now_us else block.expire[:n] > now_us
+            for keeps in ((block.agents[:n] == block.code(request.agent_id)) if request.agent_id is not None else None,
+                          (block.categories[:n] == block.code(request.category)) if request.category is not None
+                          else None,
+                          np.isin(rowids, allowed) if allowed is not None else None):
+                if keeps is not None:
+                    mask = keeps if mask is None else mask & keeps
+            kept = n if mask is None else int(np.count_nonzero(mask))
             if not kept:
                 continue
             slots, sims = block.best(query, None if kept == n else mask, kept, request.limit)

@@ -1,8 +1,11 @@
 """A scripted chat completion service: Semantic Kernel's own extension point, no network.
 
 Each model call takes the next step of a script. A step is a reply text, a
-`ChatMessageContent`, a `call(...)` (the model asks for tools) or a function
-of the chat history returning one of those. Every call records what the model
+`ChatMessageContent`, a `call(...)` (the model asks for tools), a list of messages
+(the service's whole answer as is: none at all, or several, streamed one chunk per
+message) or a function of the chat history returning one of those (a step that
+writes to the history it is given stands for a service that does, as Semantic
+Kernel's own function-calling loop does). Every call records what the model
 would have seen: the chat history and the functions advertised to it.
 """
 
@@ -24,7 +27,8 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.utils.author_role import AuthorRole
 from semantic_kernel.contents.utils.finish_reason import FinishReason
 
-Step = str | ChatMessageContent | Callable[[ChatHistory], "str | ChatMessageContent"]
+Answer = str | ChatMessageContent | list[ChatMessageContent]
+Step = Answer | Callable[[ChatHistory], Answer]
 
 
 def call(*calls: tuple[str, dict[str, Any]], call_ids: Sequence[str] | None = None) -> ChatMessageContent:
@@ -82,21 +86,23 @@ class ScriptedChatCompletion(ChatCompletionClientBase):
             step = ChatMessageContent(
                 role=AuthorRole.ASSISTANT, content=step, ai_model_id="scripted", finish_reason=FinishReason.STOP
             )
-        return [step]
+        return list(step) if isinstance(step, list) else [step]
 
     async def _inner_get_streaming_chat_message_contents(
         self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
     ) -> Any:
-        (message,) = await self._inner_get_chat_message_contents(chat_history, settings)
-        yield [
-            StreamingChatMessageContent(
-                role=message.role,
-                items=message.items,
-                choice_index=0,
-                ai_model_id=message.ai_model_id,
-                finish_reason=message.finish_reason,
-            )
-        ]
+        for message in await self._inner_get_chat_message_contents(chat_history, settings):
+            yield [
+                message
+                if isinstance(message, StreamingChatMessageContent)
+                else StreamingChatMessageContent(
+                    role=message.role,
+                    items=message.items,
+                    choice_index=0,
+                    ai_model_id=message.ai_model_id,
+                    finish_reason=message.finish_reason,
+                )
+            ]
 
 
 class LocalEmbeddingService(EmbeddingGeneratorBase):

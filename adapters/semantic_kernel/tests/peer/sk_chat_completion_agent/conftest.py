@@ -1,7 +1,7 @@
 """semantic-kernel's ChatCompletionAgent tests with every `ChatHistoryAgentThread` a `PolymemChatHistoryAgentThread`.
 
 The suite's own fixture (`kernel_with_ai_service`, from python/tests/unit/agents/chat_completion/conftest.py)
-is rebuilt below of real parts: a real `Kernel` whose chat completion service is `PeerChatCompletion`, the
+is rebuilt below of real parts: a real `Kernel` whose chat completion service is `ScriptedChatCompletion`, the
 adapter's scripted service (tests/scripted.py), where the published fixture used `create_autospec`/`AsyncMock`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
@@ -18,12 +18,9 @@ from typing import Any
 import pytest
 from packaging.version import Version
 from semantic_kernel.agents.chat_completion import chat_completion_agent
-from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents.chat_history import ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
-from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.utils.author_role import AuthorRole
-from semantic_kernel.contents.utils.finish_reason import FinishReason
 from semantic_kernel.kernel import Kernel
 
 from polymem.testing.backends import Backend
@@ -51,46 +48,6 @@ def _scripted() -> ModuleType:
 ScriptedChatCompletion: Any = _scripted().ScriptedChatCompletion
 
 
-class PeerChatCompletion(ScriptedChatCompletion):
-    """The adapter's scripted chat completion service, whose steps may also be a list of messages.
-
-    A list is the service's whole answer, as is (none at all, or several; streamed one chunk per message), and
-    a step that is a function of the chat history may return one: such a step stands for a service that
-    writes to the history it is given, as Semantic Kernel's own function-calling loop does.
-    """
-
-    async def _inner_get_chat_message_contents(
-        self, chat_history: ChatHistory, settings: PromptExecutionSettings
-    ) -> list[ChatMessageContent]:
-        if not self.script or not (callable(self.script[0]) or isinstance(self.script[0], list)):
-            return await super()._inner_get_chat_message_contents(chat_history, settings)
-        self._seen.append(ChatHistory(messages=[m.model_copy(deep=True) for m in chat_history.messages]))
-        step = self.script.pop(0)
-        if callable(step):
-            step = step(chat_history)
-        if isinstance(step, str):
-            step = ChatMessageContent(
-                role=AuthorRole.ASSISTANT, content=step, ai_model_id="scripted", finish_reason=FinishReason.STOP
-            )
-        return list(step) if isinstance(step, list) else [step]
-
-    async def _inner_get_streaming_chat_message_contents(
-        self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
-    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
-        for message in await self._inner_get_chat_message_contents(chat_history, settings):
-            yield [
-                message
-                if isinstance(message, StreamingChatMessageContent)
-                else StreamingChatMessageContent(
-                    role=message.role,
-                    items=message.items,
-                    choice_index=0,
-                    ai_model_id=message.ai_model_id,
-                    finish_reason=message.finish_reason,
-                )
-            ]
-
-
 _STORE: list[Any] = []  # the running test's store (set by the fixture below)
 
 
@@ -115,10 +72,10 @@ def threads_are_polymem(request: pytest.FixtureRequest, backend: Backend,
 
 
 @pytest.fixture
-def kernel_with_ai_service() -> tuple[Kernel, PeerChatCompletion]:
+def kernel_with_ai_service() -> tuple[Kernel, ScriptedChatCompletion]:
     """A real kernel with no plugins whose one chat completion service answers, by default, what the published
     fixture's mock did; a test sets `service.script` for other answers."""
-    service = PeerChatCompletion([[ChatMessageContent(role=AuthorRole.SYSTEM, content="Processed Message")]])
+    service = ScriptedChatCompletion([[ChatMessageContent(role=AuthorRole.SYSTEM, content="Processed Message")]])
     kernel = Kernel()
     kernel.add_service(service)
     return kernel, service

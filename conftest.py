@@ -6,6 +6,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 pytest_plugins = ["polymem.testing.backends"]
 
 
@@ -28,3 +30,19 @@ def _own_data_folder() -> None:
 
 
 _own_data_folder()
+
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test that skips fails the run: in CI a skip hides whatever the test would have found.
+    (Expected failures are xfail, not skips; suites that do not apply here are deselected.)"""
+    if _skipped and exitstatus == 0 and not hasattr(session.config, "workerinput"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        session.config.get_terminal_writer().line(f"skipped tests fail the run: {', '.join(_skipped)}", red=True)

@@ -3,7 +3,9 @@ search latency and the share of the exact top 10 found, on real embeddings repea
 
     python bench/bench_ann_candidates.py 100000 ivf:2:16:sq8 faiss:16:64:64:sq8 usearch:16:64:64:i8 hnswlib:16:64:64
 
-A spec is `ivf:<cells per sqrt(n)>:<probes>:sq8|flat`, `faiss:<M>:<efConstruction>:<efSearch>:sq8|flat` (HNSW),
+A spec is `ivf:<cells per sqrt(n)>:<probes>:sq8|flat`, `ivfpq:<cells per sqrt(n)>:<probes>:<sub-quantizers>`
+(faiss's 4-bit product-quantizer fast scan), `polymem:<probes>[:<cells>]` (polymem's own index, as `_ann` builds it:
+cells trained on its random sample, `_ann.cell_count` cells unless given; one build per cell count), `faiss:<M>:<efConstruction>:<efSearch>:sq8|flat` (HNSW),
 `usearch:<M>:<expansion add>:<expansion search>:<dtype>` or `hnswlib:<M>:<efConstruction>:<ef>`; usearch and
 hnswlib are not polymem dependencies (install them to compare). One thread each; prints one line per spec and k.
 """
@@ -16,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -58,24 +61,48 @@ def main() -> None:
     dim = vectors.shape[1]
     print(f"load {os.getloadavg()[0]:.1f}\n\n| index | rows | build s | file MB | k | p50 ms | p99 ms | "
           "exact top-10 found | peak MB |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    built: dict[int, tuple[Any, float]] = {}
     for spec in specs:
         kind, *params = spec.split(":")
         path = str(folder / kind)
         start = time.perf_counter()
-        if kind in ("ivf", "faiss"):
+        if kind == "polymem":
+            import faiss
+
+            from polymem import _ann
+
+            faiss.omp_set_num_threads(1)
+            cells = int(params[1]) if len(params) > 1 else _ann.cell_count(n)
+            if cells not in built:
+                rows = SimpleNamespace(matrix=vectors, size=n)
+                index = _ann._new_index(_ann._training_sample([rows], n), cells)
+                index.add_with_ids(vectors, np.arange(n))
+                built[cells] = index, time.perf_counter() - start
+            index, build_s = built[cells]
+            index.nprobe = int(params[0])
+            faiss.write_index(index, path)
+
+            def search(query: np.ndarray, k: int, index: Any = index) -> Any:
+                return index.search(query[None, :], k)[1][0]
+        elif kind in ("ivf", "ivfpq", "faiss"):
             import faiss
 
             faiss.omp_set_num_threads(1)
-            if kind == "ivf":
+            if kind in ("ivf", "ivfpq"):
                 cells = int(float(params[0]) * np.sqrt(n))
                 sample = vectors[np.random.default_rng(1).choice(n, min(n, cells * 40), replace=False)]
                 kmeans = faiss.Kmeans(dim, cells, niter=10, spherical=True, seed=1, min_points_per_centroid=16)
                 kmeans.train(sample)
                 quantizer = faiss.IndexFlatIP(dim)
                 quantizer.add(kmeans.centroids)
-                index = (faiss.IndexIVFScalarQuantizer(quantizer, dim, cells, faiss.ScalarQuantizer.QT_8bit,
-                                                       faiss.METRIC_INNER_PRODUCT) if params[2] == "sq8"
-                         else faiss.IndexIVFFlat(quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT))
+                if kind == "ivfpq":
+                    index = faiss.IndexIVFPQFastScan(quantizer, dim, cells, int(params[2]), 4,
+                                                     faiss.METRIC_INNER_PRODUCT)
+                elif params[2] == "sq8":
+                    index = faiss.IndexIVFScalarQuantizer(quantizer, dim, cells, faiss.ScalarQuantizer.QT_8bit,
+                                                          faiss.METRIC_INNER_PRODUCT)
+                else:
+                    index = faiss.IndexIVFFlat(quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT)
                 index.train(sample)
                 index.add_with_ids(vectors, np.arange(n))
                 index.nprobe = int(params[1])

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import faiss
 import numpy as np
@@ -326,9 +327,43 @@ def test_a_recall_over_every_user_never_returns_an_expired_memory(tmp_path: Path
     mem.close()
 
 
-def test_a_larger_index_reads_a_larger_share_of_its_cells() -> None:
-    assert _ann.probes(632, 100_000) == _ann.PROBES
-    assert _ann.probes(516, 50_000) == _ann.PROBES
-    assert _ann.probes(516, 200_000) > _ann.PROBES * 516 / 632 * 1.5
-    assert _ann.probes(2_000, 1_000_000) == round(2_000 * _ann.PROBED_SHARE * _ann.LARGE_SHARE)
-    assert _ann.probes(20, 1_000_000) == 20  # never more cells than the index has
+def test_a_query_reads_the_same_number_of_cells_however_large_the_index() -> None:
+    assert _ann.probes(632) == _ann.probes(2_000) == _ann.PROBES
+    assert _ann.probes(20) == 20  # never more cells than the index has
+
+
+def test_a_larger_scope_is_split_into_more_cells_of_at_least_32_sampled_rows() -> None:
+    assert _ann.cell_count(100_000) == 632
+    assert _ann.cell_count(1_000_000) == 2_000
+    assert _ann.cell_count(10_000_000) == _ann.TRAINING_ROWS // 32
+    assert _ann.cell_count(100) == 16
+
+
+def test_cells_are_trained_on_a_random_sample_not_on_every_kth_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ann, "TRAINING_ROWS", 1_000)
+    # rows saved in a repeating pattern of 4: every 4th row would all be of the first kind
+    first = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4, size=2_000)
+    second = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4, size=2_000)
+    sample = _ann._training_sample([first, second], 4_000)
+    assert len(sample) == 1_000
+    kinds = np.bincount(sample[:, 0].astype(int), minlength=4) / len(sample)
+    assert kinds.min() > 0.2
+    assert np.array_equal(sample, _ann._training_sample([first, second], 4_000))  # the same for the same rows
+
+
+def test_an_index_saved_with_too_few_cells_is_rebuilt_with_more(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "m.db"
+    wanted = _ann.cell_count(ROWS)
+    with monkeypatch.context() as older:  # as an earlier version built it
+        older.setattr(_ann, "cell_count", lambda rows: 16)
+        mem, _ = filled(db, clustered(ROWS, seed=13))
+        indexed(mem)
+        mem.close()
+    (saved,) = index_files(db)
+    assert faiss.read_index(str(saved)).nlist == 16
+    mem = open_store(db)
+    indexed(mem)
+    (rebuilt,) = index_files(db)
+    assert faiss.read_index(str(rebuilt)).nlist == wanted
+    mem.close()

@@ -2,8 +2,8 @@
 
 A scope (one user's memories in one namespace, for one embedding model) of `ANN_ROWS` vectors or
 more is searched through a faiss inverted file (`IndexIVFScalarQuantizer`, 8-bit codes) instead of
-a scan of every row: the rows are split into about 2·√n k-means cells and a query reads the
-`PROBES` cells nearest to it. The index only proposes rows: each proposal is mapped back to the
+a scan of every row: the rows are split into about 2·√n k-means cells (trained on a random sample)
+and a query reads the `PROBES` cells nearest to it. The index only proposes rows: each proposal is mapped back to the
 scope's live rows (a deleted, moved, expired or filtered-out row is dropped) and measured exactly
 against the process's float32 copy, so every similarity returned is exact and only the choice of
 rows is approximate. When too few proposals survive the filters, the caller scans exactly.
@@ -44,30 +44,27 @@ if TYPE_CHECKING:
 # A scope this large takes about a millisecond to scan exactly (int8 shortlist at 100k rows
 # ~2.2 ms on this machine unloaded): above it, the index answers.
 ANN_ROWS = 50_000
-# Cells read per query. On bench_alternatives' 100k embeddings (bench_ann_candidates.py) the
-# index alone found 0.86 / 0.96 / 0.98 of the exact top 10 with 8 / 16 / 32 (0.86 / 0.97 / 0.996 in its
-# top 100) for 0.13 / 0.16 / 0.27 ms. An index of more cells reads the same share of them (see `probes`).
+# Cells read per query, whatever the index's size. On bench_alternatives' embeddings (3,000 sentences
+# repeated with noise; `bench_ann_candidates.py <rows> polymem:<probes>`, bench/RESULTS.md 2026-12-03), with cells
+# trained on a random sample: 100k rows, 632 cells: 0.86 / 0.96 / 0.98 of the exact top 10 with
+# 8 / 16 / 32 cells; 200k, 894 cells: 0.97 / 0.99 / 1.00 with 16 / 24 / 32; 1M, 2,000 cells: 0.92 / 0.96 /
+# 0.985 with 16 / 24 / 32, for 0.77 / 1.00 / 1.35 ms (one core, quiet). More cells of fewer rows each
+# keep a query's neighbours in as few cells as the index grows (1M, 1,000 cells: 0.984 at 32 cells, 2.7 ms).
 PROBES = 32
-PROBED_SHARE = 32 / 632  # 100k rows: 632 cells
-# A larger index reads a larger share of its cells: the same data at 200k rows (516 cells: cells are
-# trained on a sample of at most 64k rows) found 0.94 / 0.97 / 0.98 of the exact top 10 reading
-# 32 / 40 / 48 cells, and the 128-row margin added nothing there (0.966 at 40 cells with margins of
-# 16 to 512). Above 200k rows the share stays at 1.75x (at 1M, 128 of 2,000 cells found 0.98).
-LARGE_SHARE = 1.75
 FETCH_MARGIN = 128  # proposals beyond those wanted (see `ScopeIndex.best`)
 SPAN_MARGIN = 32  # the same over every user (`Span.best`: each proposal there costs a few microseconds)
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
 GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cells were trained on
 SAVE_AFTER = 0.01  # on close, save again if this share of the rows changed since the file
+TRAINING_ROWS = 65_536  # the cells are trained on a random sample of at most this many rows
 _CHUNK = 50_000
 _FORMAT = "ivfsq8-v1"
 
 
-def probes(cells: int, rows: int) -> int:
-    """Cells a query reads in an index of `cells` cells holding `rows` entries."""
-    grown = min(LARGE_SHARE, max(1.0, rows / 100_000) ** 0.8)
-    return min(cells, max(PROBES, round(cells * PROBED_SHARE * float(grown))))
+def probes(cells: int) -> int:
+    """Cells a query reads in an index of `cells` cells."""
+    return min(cells, PROBES)
 
 
 class Rows(Protocol):
@@ -92,12 +89,17 @@ class Rows(Protocol):
         """The SQL condition (and its parameters) selecting the rows of this scope in `memories`."""
 
 
-def _new_index(vectors: np.ndarray) -> Any:
-    """An empty inverted file whose cells and 8-bit ranges are trained on `vectors`."""
+def cell_count(rows: int) -> int:
+    """Cells of an index of `rows` rows: about 2·√rows, at least 16 and no more than its training
+    sample gives 32 rows each."""
+    return max(16, min(int(2 * np.sqrt(rows)), min(rows, TRAINING_ROWS) // 32))
+
+
+def _new_index(vectors: np.ndarray, cells: int) -> Any:
+    """An empty inverted file of `cells` cells, whose cells and 8-bit ranges are trained on `vectors`."""
     import faiss
 
-    n, dim = vectors.shape
-    cells = max(16, int(2 * np.sqrt(n)))
+    dim = vectors.shape[1]
     kmeans = faiss.Kmeans(dim, cells, niter=10, spherical=True, seed=1234, min_points_per_centroid=16)
     kmeans.train(vectors)
     quantizer = faiss.IndexFlatIP(dim)
@@ -107,6 +109,22 @@ def _new_index(vectors: np.ndarray) -> Any:
                                           faiss.METRIC_INNER_PRODUCT)
     index.train(vectors)
     return index
+
+
+def _training_sample(parts: list[_ScopeBlock], n: int) -> np.ndarray:
+    """At most `TRAINING_ROWS` of the `n` rows of `parts`, drawn at random (the same for the same
+    `n`). Not every k-th row: rows saved in a repeating pattern (a benchmark's sentences in turn,
+    an agent's daily routine) then leave whole regions of the space out of the sample, and their
+    rows crowd into cells trained for others: at 1M rows of 3,000 sentences repeated with noise, a
+    sample of every 15th row held 200 of the sentences, and 46 cells found 0.92 of the exact top
+    10 where a random sample's found 0.98."""
+    chosen = np.sort(np.random.default_rng(n).choice(n, min(n, TRAINING_ROWS), replace=False))
+    picked, start = [], 0
+    for block in parts:
+        mine = chosen[(chosen >= start) & (chosen < start + block.size)] - start
+        picked.append(block.matrix[mine])
+        start += block.size
+    return np.ascontiguousarray(np.concatenate(picked))
 
 
 class ScopeIndex:
@@ -215,7 +233,7 @@ class ScopeIndex:
         if len(ids):
             with self.mutex:
                 self.index.add_with_ids(np.ascontiguousarray(vectors), ids)
-                self.index.nprobe = probes(self.index.nlist, self.index.ntotal)
+                self.index.nprobe = probes(self.index.nlist)
             self.held += len(ids)
 
     def _maybe_rebuild(self) -> None:
@@ -238,11 +256,10 @@ class ScopeIndex:
                 n = rows.size
                 if self.owner.closed or n == 0:
                     return
-                step = max(1, n // 65_536)  # train on a spread sample of at most 64k rows
                 parts = rows.parts()
-                sample = np.ascontiguousarray(np.concatenate([b.matrix[:b.size:step] for b in parts]))
+                sample = _training_sample(parts, n)
                 self.noted_while_building.clear()
-            index = _new_index(sample)
+            index = _new_index(sample, cell_count(n))
             del sample
             added = []
             for block in parts:
@@ -264,7 +281,7 @@ class ScopeIndex:
                 live = rows.live_ids()
                 self.pending = self.noted_while_building | set(live[~np.isin(live, held)].tolist())
                 with self.mutex:
-                    index.nprobe = probes(index.nlist, index.ntotal)
+                    index.nprobe = probes(index.nlist)
                     self.index = index
                 self.held, self.dead, self.trained_rows = len(held), 0, n
                 self._catch_up()
@@ -284,11 +301,13 @@ class ScopeIndex:
                 index = faiss.read_index(str(path))
                 if index.d != self.rows.dimension or not isinstance(index, faiss.IndexIVFScalarQuantizer):
                     raise ValueError("another kind of index")
+                if 2 * index.nlist < cell_count(index.ntotal):  # cells of an older version: too few to probe 32
+                    raise ValueError("an index of too few cells")
             except (RuntimeError, ValueError, OSError):
                 with contextlib.suppress(OSError):
                     path.unlink()
                 continue
-            index.nprobe = probes(index.nlist, index.ntotal)
+            index.nprobe = probes(index.nlist)
             ids = _ids(index)
             live = self.rows.live_ids()
             present = np.isin(live, ids)

@@ -44,12 +44,14 @@ if TYPE_CHECKING:
 # A scope this large takes about a millisecond to scan exactly (int8 shortlist at 100k rows
 # ~2.2 ms on this machine unloaded): above it, the index answers.
 ANN_ROWS = 50_000
-# Cells read per query, whatever the index's size. On bench_alternatives' embeddings (3,000 sentences
-# repeated with noise; `bench_ann_candidates.py <rows> polymem:<probes>`, bench/RESULTS.md 2026-12-03), with cells
-# trained on a random sample: 100k rows, 632 cells: 0.86 / 0.96 / 0.98 of the exact top 10 with
-# 8 / 16 / 32 cells; 200k, 894 cells: 0.97 / 0.99 / 1.00 with 16 / 24 / 32; 1M, 2,000 cells: 0.92 / 0.96 /
-# 0.985 with 16 / 24 / 32, for 0.77 / 1.00 / 1.35 ms (one core, quiet). More cells of fewer rows each
-# keep a query's neighbours in as few cells as the index grows (1M, 1,000 cells: 0.984 at 32 cells, 2.7 ms).
+# Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py <rows>
+# polymem:<probes>` (bench/RESULTS.md, 2026-12-03, one core, load 0.5-0.7) on bench_alternatives'
+# embeddings, as the share of the exact top 10 in the index's top 10 / top 100 (a recall measures
+# 125 + `FETCH_MARGIN` proposals exactly): 100k rows, 632 cells, 8 / 16 / 24 / 32 cells read:
+# 0.84 / 0.90 / 0.94 / 0.97 (0.99 in the top 100) in 0.10-0.29 ms; 1M rows, 2,000 cells, 16 / 24 /
+# 32 / 48: 0.90 / 0.94 / 0.96 / 0.98 (0.98 at 32 in the top 100) in 0.63 / 0.99 / 1.43 / 2.03 ms.
+# More cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same
+# 1M rows in 516 cells took 4.3 ms for 32 of them.
 PROBES = 32
 FETCH_MARGIN = 128  # proposals beyond those wanted (see `ScopeIndex.best`)
 SPAN_MARGIN = 32  # the same over every user (`Span.best`: each proposal there costs a few microseconds)

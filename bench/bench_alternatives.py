@@ -863,7 +863,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep each store as loaded in this folder and start later runs from a copy of it "
                              "(their load/s then reads `kept`): for sizes whose load alone takes most of an hour")
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
-    parser.add_argument("--plot", type=Path, default=HERE / "alternatives_latency.png")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="draw the latency plot here (default: bench/alternatives_latency.png, linked from "
+                             "RESULTS.md; with --no-record, no plot unless this is given)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--in-process", action="store_true",
                         help="run every store in this process (quick; peak memory then includes earlier stores)")
@@ -922,8 +924,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
     sample_load()
     text = render(rows, skipped, failed, embed_cost, args)
-    if rows and plot(rows, args.plot):
-        text += f"![latency against store size]({args.plot.name})\n"
+    drawn = args.plot or (None if args.no_record else HERE / "alternatives_latency.png")
+    if rows and drawn is not None and plot(rows, drawn) and drawn.resolve().parent == HERE:
+        text += f"![latency against store size]({drawn.name})\n"  # RESULTS.md sits beside it
     print(text)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -121,6 +121,15 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
     assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
 
 
+def test_alternatives_without_record_leave_the_recorded_plot_alone(tmp_path: Path) -> None:
+    recorded = BENCH / "alternatives_latency.png"
+    before = recorded.read_bytes() if recorded.exists() else None
+    out = _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4",
+                "--repeats", "1", "--base", "40", "--only", "numpy", "--in-process", "--no-record"], tmp_path)
+    assert (recorded.read_bytes() if recorded.exists() else None) == before
+    assert "![latency" not in out  # no link to a plot RESULTS.md would not show
+
+
 def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path) -> None:
     args = [str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4", "--repeats", "1",
             "--base", "40", "--only", "polymem-sqlite", "numpy", "--no-record", "--plot", str(tmp_path / "p.png"),

@@ -110,6 +110,9 @@ class SearchRequest:
     terms: tuple[str, ...]
     now: datetime
     limit: int
+    # Given the candidates' cosines and text ranks (NaN where none), which of them the recall can
+    # use; a backend may leave the others out without reading their rows (None: all).
+    worth_reading: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 # Beside a vector search, the full-text search leaves out a query term held by more than

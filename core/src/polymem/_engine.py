@@ -10,6 +10,7 @@ for an async backend): the same behaviour by construction (see httpx's
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import logging
 import math
@@ -738,8 +739,10 @@ class Engine:
         best_text: builtins.list[Candidate | None] = []  # each query's best full-text match
         for vector, terms_of_query in zip(vectors, terms_of_queries):
             if now_only:
+                worth_reading = None if best is None else functools.partial(
+                    self.scoring.worth_reading, vector_mode=vector is not None, admit_all=admit_all, best=best)
                 request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                        terms_of_query, now, max(CANDIDATES, top_k))
+                                        terms_of_query, now, max(CANDIDATES, top_k), worth_reading)
                 candidates = yield Search(request)
             else:
                 candidates = yield from self._past_candidates(
@@ -754,22 +757,21 @@ class Engine:
         if cut:  # calibration below only lowers a relevance: what is under the cut now stays under
             hits = [h for h in hits if h.relevance >= cut]
         hits = hits[:pool]
-        # Until here a hit may carry its bare candidate (see `rank`): the top k are fetched whole.
-        # (the time step reads what the hits of the whole pool say)
-        stand_ins: set[str] = {h.memory.memory_id for h in hits[:keep if when is None else pool]
-                               if not isinstance(h.memory, MemoryRecord)}
-        # The calibration below reads the contents of the best text matches and of every text hit too:
-        # the search's candidates carry them where the backend read them; the others are fetched with the top k.
+        # Until the order is final a hit may carry its bare candidate (see `rank`), and the first k
+        # are fetched whole then. The calibration below reads the contents of the best text matches
+        # and of every text hit, and the time step what the hits of the whole pool say: the search's
+        # candidates carry contents where the backend read them; the rest is fetched first.
         texts: dict[str, str | None] = {}
         if not broad:
             texts = {c.id: c.text for c in best_text if c is not None}
             texts.update((h.memory.memory_id, h.memory.content) for h in hits if h.text_rank is not None)
-        unread = {i for i, text in texts.items() if text is None} - stand_ins
-        records = {}
-        if stand_ins or unread:
-            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(stand_ins | unread)))}
+        early = {i for i, text in texts.items() if text is None}
+        if when is not None:
+            early |= {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
+        if early:
+            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(early)))}
             texts.update((i, records[i].content if i in records else None) for i, text in texts.items() if text is None)
-        hits = _with_records(hits, stand_ins, records)
+            hits = _with_records(hits, early, records)
         if not broad:
             best_texts = [None if c is None else texts.get(c.id) for c in best_text]
             hits = yield from self._calibrate(hits, terms_of_queries, [named_terms(q, self.language) for q in queries],
@@ -780,12 +782,7 @@ class Engine:
             hits = self._in_context(hits)
         if when is not None:
             hits = self._in_time(hits, *when)
-        hits = hits[:keep]
-        # A hit the context lifted from below the first `keep` is fetched now.
-        late = {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
-        if late:
-            hits = _with_records(hits, late, {r.memory_id: r for r in (yield GetRecords(self.namespace,
-                                                                                        builtins.list(late)))})
+        hits = yield from self._first_fetched(hits, keep)
         if admit_all and len(hits) < top_k and not cut and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
         withheld = {h.memory.memory_id: reasons for h in hits
@@ -809,6 +806,19 @@ class Engine:
             bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
             yield Reinforce(self.namespace, bonuses, now)
         return RecallResult(hits, withheld_summary(withheld))
+
+    def _first_fetched(self, hits: builtins.list[RecallHit], count: int) -> Plan:
+        """The first `count` hits, each with its record: those carrying a bare candidate get theirs
+        fetched, in one read, and one whose memory went since the search gives its place to the next."""
+        out: builtins.list[RecallHit] = []
+        while hits and len(out) < count:
+            batch, hits = hits[:count - len(out)], hits[count - len(out):]
+            bare = {h.memory.memory_id for h in batch if not isinstance(h.memory, MemoryRecord)}
+            if bare:
+                batch = _with_records(batch, bare, {r.memory_id: r for r in (
+                    yield GetRecords(self.namespace, builtins.list(bare)))})
+            out += batch
+        return out
 
     def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
                    names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,
@@ -1152,13 +1162,8 @@ class Engine:
                                                          [c.text_rank for c in candidates],
                                                          vector_mode=vector_mode, admit_all=admit_all)
         admit = policy.admission(c.similarity for c in candidates) if explain and vector_mode else None
-        if best is not None and len(positions) > best:
-            # A live score is in [0, 1]: a candidate scores between (1 - live_weight) and 1 times its
-            # relevance. Those that cannot reach the `best`-th highest lowest score are left out
-            # before their live scores are computed (with a margin for rounding).
-            floor = np.partition(relevance_of, len(relevance_of) - best)[len(relevance_of) - best]
-            floor *= (1.0 - policy.live_weight) * (1 - 1e-9)
-            reach = relevance_of * (1 + 1e-9) >= floor
+        if best is not None and len(positions) > best:  # the others' live scores are not computed
+            reach = policy.within_reach(relevance_of, best)
             positions, relevance_of = positions[reach], relevance_of[reach]
         admitted = builtins.list(zip(positions.tolist(), relevance_of.tolist()))
         live_parts = policy.live_table([candidates[i].scored for i, _ in admitted], now)

@@ -201,13 +201,14 @@ class ScoringPolicy:
                                                vector_mode=vector_mode, admit_all=admit_all)
         return {candidates[i][0]: r for i, r in zip(kept.tolist(), relevance.tolist())}
 
-    def relevance_table(self, similarities: Sequence[float | None], text_ranks: Sequence[float | None], *,
+    def relevance_table(self, similarities: Sequence[float | None] | np.ndarray,
+                        text_ranks: Sequence[float | None] | np.ndarray, *,
                         vector_mode: bool, admit_all: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """`relevances` of many candidates at once, as arrays: the positions of the admitted
         candidates (in order) and their relevances (a recall's ~200 candidates in one pass of numpy)."""
         n = len(similarities)
-        sims = np.fromiter((np.nan if s is None else s for s in similarities), np.float64, n)
-        texts = np.fromiter((np.nan if t is None else t for t in text_ranks), np.float64, n)
+        sims = _floats(similarities, n)
+        texts = _floats(text_ranks, n)
         matched = ~np.isnan(texts)
         text = np.where(matched, texts, 0.0)
         if not vector_mode:
@@ -222,6 +223,32 @@ class ScoringPolicy:
                 + (1 - self.vector_weight) * text
         kept = np.flatnonzero(admitted)
         return kept, relevance[kept]
+
+    def within_reach(self, relevances: np.ndarray, best: int) -> np.ndarray:
+        """Which of these relevances can still score among the `best` highest: a live score is in
+        [0, 1], so a candidate scores between (1 - live_weight) and 1 times its relevance, and one
+        below the `best`-th highest lowest score cannot (with a margin for rounding)."""
+        if len(relevances) <= best:
+            return np.ones(len(relevances), dtype=bool)
+        floor = np.partition(relevances, len(relevances) - best)[len(relevances) - best]
+        floor *= (1.0 - self.live_weight) * (1 - 1e-9)
+        reach: np.ndarray = relevances * (1 + 1e-9) >= floor
+        return reach
+
+    def worth_reading(self, similarities: np.ndarray, text_ranks: np.ndarray, *, vector_mode: bool,
+                      admit_all: bool, best: int) -> np.ndarray:
+        """Which of a search's candidates (their cosines and text ranks, NaN where none) a recall
+        ranking the `best` first can use: those admitted and within reach, and, whatever they score,
+        the closest and the best text match (the admission of the others and the calibration read
+        them). A backend need not read the others' rows."""
+        keep = np.zeros(len(similarities), dtype=bool)
+        admitted, relevances = self.relevance_table(similarities, text_ranks, vector_mode=vector_mode,
+                                                    admit_all=admit_all)
+        keep[admitted[self.within_reach(relevances, best)]] = True
+        for column in (similarities, text_ranks):
+            if not np.isnan(column).all():
+                keep[int(np.nanargmax(column))] = True  # the first of equals, as max() picks
+        return keep
 
     def admission(self, similarities: Iterable[float | None]) -> float:
         """The cosine a vector candidate needs to be admitted, given every candidate's (see `relevances`)."""
@@ -300,3 +327,10 @@ def maximal_marginal_relevance(relevances: Sequence[float], vectors: Sequence[Se
         available[best] = False
         redundancy = np.maximum(redundancy, cosines[best])
     return picked
+
+
+def _floats(values: Sequence[float | None] | np.ndarray, n: int) -> np.ndarray:
+    """`values` as float64, NaN for None."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.float64, copy=False)
+    return np.fromiter((np.nan if v is None else v for v in values), np.float64, n)

@@ -1198,6 +1198,12 @@ class SQLiteBackend(Backend):
             if request.query_vector is not None:
                 similarities.update(self._cosines(cache, [rid for rid in ranks if rid not in similarities],
                                                   request.query_vector))
+            if request.worth_reading is not None:
+                nan = float("nan")
+                keep = request.worth_reading(
+                    np.fromiter((similarities.get(rid, nan) for rid in wanted), np.float64, len(wanted)),
+                    np.fromiter((ranks.get(rid, nan) for rid in wanted), np.float64, len(wanted)))
+                wanted = [rid for rid, kept in zip(wanted, keep.tolist()) if kept]
             unread = [rid for rid in wanted if rid not in found]
             if unread:
                 found.update((row[0], row) for row in conn.execute(

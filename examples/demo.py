@@ -73,9 +73,9 @@ def main() -> None:
     report = mem.consolidate()
     say("   consolidate():")
     for keeper, merged in report.merged.items():
-        say(f"    merged {[mem.get(m).content for m in merged]} into "  # type: ignore[union-attr]
-            f"{mem.get(keeper).content!r}")  # type: ignore[union-attr]
-    for older, newer in report.superseded.items():
+        contents = [record.content for m in [*merged, keeper] if (record := mem.get(m)) is not None]
+        say(f"    merged {contents[:-1]} into {contents[-1]!r}")
+    for older in report.superseded:
         versions = mem.history(older)
         say(f"    superseded: memory {older[:8]} history = {[v.content for v in versions]}")
     say(f"    archived (decayed): {len(report.archived)}, expired: {len(report.expired)}")

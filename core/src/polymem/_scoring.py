@@ -241,13 +241,16 @@ class ScoringPolicy:
         ranking the `best` first can use: those admitted and within reach, and, whatever they score,
         the closest and the best text match (the admission of the others and the calibration read
         them). A backend need not read the others' rows."""
+        if len(similarities) <= best:
+            return np.ones(len(similarities), dtype=bool)
         keep = np.zeros(len(similarities), dtype=bool)
         admitted, relevances = self.relevance_table(similarities, text_ranks, vector_mode=vector_mode,
                                                     admit_all=admit_all)
         keep[admitted[self.within_reach(relevances, best)]] = True
         for column in (similarities, text_ranks):
-            if not np.isnan(column).all():
-                keep[int(np.nanargmax(column))] = True  # the first of equals, as max() picks
+            known = np.where(np.isnan(column), -np.inf, column)
+            if known[first := int(known.argmax())] > -np.inf:  # the first of equals, as max() picks
+                keep[first] = True
         return keep
 
     def admission(self, similarities: Iterable[float | None]) -> float:

@@ -9,6 +9,7 @@ import pytest
 
 import polymem
 from polymem._scan import APPROX_ROWS
+from polymem._sqlite import _RowDirectory
 from polymem.testing import FakeClock
 
 
@@ -154,3 +155,29 @@ def test_a_process_reads_each_scope_when_first_searched_and_sees_later_writes_to
     assert ids[40] not in {r.memory_id for r, _ in reader.nearest(vectors[40], user_id="b", top_k=5)}
     writer.close()
     reader.close()
+
+
+class SmallReach(_RowDirectory):
+    REACH = 64  # arrays cover rowids below 64, or 16 times the rows held
+
+
+def test_the_row_directory_finds_rows_near_and_far_and_forgets_them() -> None:
+    directory = SmallReach()
+    directory.new_block(("default", "u"))
+    directory.put(3, 0, 0)
+    directory.put(10**12, 0, 1)  # far beyond the rows held: kept aside
+    numbers, slots = directory.locate(np.array([3, 10**12, 7, -1, 10**13]))
+    assert numbers.tolist() == [0, 0, -1, -1, -1] and slots.tolist() == [0, 1, -1, -1, -1]
+    assert directory.pop(10**12) == (0, 1) and directory.get(10**12) is None
+    assert directory.pop(3) == (0, 0) and directory.locate(np.array([3]))[0].tolist() == [-1]
+
+
+def test_rows_first_kept_aside_move_into_the_arrays_once_they_reach_them() -> None:
+    directory = SmallReach()
+    directory.new_block(("default", "u"))
+    directory.put(500, 0, 0)  # beyond 64 with one row held
+    assert directory.far
+    for rowid in range(40):  # 41 rows held: the arrays reach 16 x 41 > 500
+        directory.put(rowid, 0, rowid + 1)
+    assert not directory.far
+    assert directory.get(500) == (0, 0) and directory.locate(np.array([500, 39]))[1].tolist() == [0, 40]

@@ -145,8 +145,6 @@ class ScopeIndex:
         self.build_seconds: float | None = None
         self.builder: threading.Thread | None = None
         self.mutex = threading.Lock()  # faiss index: adds, searches and writes one at a time
-        self.sorted_ids: tuple[np.ndarray, np.ndarray] | None = None  # (rowids sorted, their slots): `_slots`
-        self.sorted_of: _ScopeBlock | None = None
 
     @property
     def ready(self) -> bool:
@@ -200,32 +198,11 @@ class ScopeIndex:
             slots, sims = slots[top], sims[top]
         return slots, sims
 
-    def _slots(self, block: _ScopeBlock, labels: np.ndarray) -> np.ndarray:
-        """The slots of `block` holding the rowids `labels` (-1: none). Looked up in a sorted copy of
-        the block's rowids, each checked against the block itself (a row since moved, or added
-        after the copy, is looked up in `block.slots`): at 100k rows, 250 dict lookups of
-        labels spread over the scope cost ~0.3 ms in cache misses, the sorted search ~0.03."""
-        sorted_ids = self.sorted_ids
-        if sorted_ids is None or self.sorted_of is not block:
-            n = block.size
-            order = np.argsort(block.rowids[:n], kind="stable")
-            sorted_ids = self.sorted_ids = (block.rowids[:n][order], order)
-            self.sorted_of = block
-        ids, order = sorted_ids
-        if not len(ids):
-            return np.full(len(labels), -1, dtype=np.int64)
-        at = np.searchsorted(ids, labels)
-        at[at == len(ids)] = 0
-        slots = order[at]
-        hit = (ids[at] == labels) & (slots < block.size)
-        hit[hit] = block.rowids[slots[hit]] == labels[hit]
-        missed = np.flatnonzero(~hit)
-        if len(missed):
-            get = block.slots.get
-            slots[missed] = [get(label, -1) for label in labels[missed].tolist()]
-            if np.count_nonzero(slots[missed] >= 0) * 8 > len(labels):  # many rows moved or new: sort again
-                self.sorted_ids = None
-        return slots
+    @staticmethod
+    def _slots(block: _ScopeBlock, labels: np.ndarray) -> np.ndarray:
+        """The slots of `block` holding the rowids `labels` (-1: none)."""
+        numbers, slots = block.directory.locate(labels)
+        return np.where(numbers == block.number, slots, -1).astype(np.int64)
 
     def _catch_up(self) -> None:
         if not self.pending:
@@ -377,21 +354,25 @@ class Span:
     def live_ids(self) -> np.ndarray:
         return np.concatenate([block.rowids[:block.size] for block in self.parts()] or [np.zeros(0, np.int64)])
 
-    def _where(self, rowid: int) -> tuple[_ScopeBlock, int] | None:
-        """The block and slot of a row of this namespace the process holds (None: deleted, or
-        another namespace's: rowids are reused)."""
-        key = self.cache.where.get(rowid)
-        if key is None or key[0] != self.namespace:
-            return None
-        block = self.cache.blocks[key]
-        return block, block.slots[rowid]
+    def _places(self, rowids: np.ndarray) -> list[tuple[int, _ScopeBlock, int]]:
+        """(rowid, block, slot) of those of `rowids` this namespace holds, in order, once each (not
+        held: deleted, or another namespace's; rowids are reused)."""
+        directory = self.cache.directory
+        numbers, slots = directory.locate(rowids)
+        blocks, namespace = directory.blocks, self.namespace
+        out, seen = [], set()  # a row re-added after a change of vector is proposed twice
+        for rowid, number, slot in zip(rowids.tolist(), numbers.tolist(), slots.tolist()):
+            if number >= 0 and rowid not in seen and (block := blocks[number]).scope[0] == namespace:
+                seen.add(rowid)
+                out.append((rowid, block, slot))
+        return out
 
     def vectors_of(self, rowids: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
-        found = [(rowid, place) for rowid in rowids if (place := self._where(rowid)) is not None]
+        found = self._places(np.fromiter(rowids, dtype=np.int64))
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimension), dtype=np.float32)
-        return (np.array([rowid for rowid, _ in found], dtype=np.int64),
-                np.stack([block.matrix[slot] for _, (block, slot) in found]))
+        return (np.array([rowid for rowid, _, _ in found], dtype=np.int64),
+                np.stack([block.matrix[slot] for _, block, slot in found]))
 
     def scope_sql(self) -> tuple[str, tuple[Any, ...]]:
         return "namespace = ?", (self.namespace,)
@@ -402,24 +383,16 @@ class Span:
         ann = self.ann
         if ann is None or ann.index is None or not ann.held:
             return None
-        labels = ann.propose(query, int(limit * 1.25) + SPAN_MARGIN).tolist()
-        # each proposal checked and gathered on its own: the proposals fall in many users' blocks,
-        # a few each, where grouping them by block cost ~20 us of numpy calls a block (100 users:
+        found = self._places(ann.propose(query, int(limit * 1.25) + SPAN_MARGIN))
+        # each proposal gathered on its own: the proposals fall in many users' blocks, a few
+        # each, where grouping them by block cost ~20 us of numpy calls a block (100 users:
         # 2.6 ms of a 4 ms search at 200k rows)
-        where, blocks, namespace = self.cache.where.get, self.cache.blocks, self.namespace
         ids: list[int] = []
-        rows = np.empty((len(labels), len(query)), dtype=np.float32)
-        seen: set[int] = set()  # a row re-added after a change of vector is held twice
-        for label in labels:
-            key = where(label)
-            if key is None or key[0] != namespace or label in seen:  # deleted, or another namespace's
-                continue
-            seen.add(label)
-            block = blocks[key]
-            slot = block.slots[label]
+        rows = np.empty((len(found), len(query)), dtype=np.float32)
+        for rowid, block, slot in found:
             if block.expire[slot] > now_us:
                 rows[len(ids)] = block.matrix[slot]
-                ids.append(label)
+                ids.append(rowid)
         if len(ids) < limit:
             return None
         sims = rows[:len(ids)] @ np.asarray(query, dtype=np.float32)

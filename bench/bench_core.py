@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
-    rows, embed_name = real_data(args.sizes, args.queries) if args.sizes else ([], "")
+    rows, embed_name = real_data(args.sizes, args.queries) if args.sizes else ([], "none (query vectors given)")
     synthetic_rows = []
     for size in args.synthetic:
         synthetic_rows.append((size, *synthetic(size, args.queries)))

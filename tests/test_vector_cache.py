@@ -164,8 +164,7 @@ class SmallReach(_RowDirectory):
 def test_the_row_directory_finds_rows_near_and_far_and_forgets_them() -> None:
     directory = SmallReach()
     directory.new_block(("default", "u"))
-    directory.put(3, 0, 0)
-    directory.put(10**12, 0, 1)  # far beyond the rows held: kept aside
+    directory.put(np.array([3, 10**12]), 0, np.array([0, 1]))  # the second far beyond the rows held: kept aside
     numbers, slots = directory.locate(np.array([3, 10**12, 7, -1, 10**13]))
     assert numbers.tolist() == [0, 0, -1, -1, -1] and slots.tolist() == [0, 1, -1, -1, -1]
     assert directory.pop(10**12) == (0, 1) and directory.get(10**12) is None

@@ -441,19 +441,24 @@ class _RowDirectory:
                 numbers[i], slots[i] = self.far.get(int(rowids[i]), (-1, -1))
         return numbers, slots
 
-    def put(self, rowid: int, number: int, slot: int) -> None:
-        if self.get(rowid) is None:
-            self.count += 1
-            reach = max(self.REACH, 16 * self.count)
-            # each doubling of the rows held: take in what is now in reach
-            if self.far and not self.count & (self.count - 1) and \
-                    (reached := [r for r in self.far if len(self.block_of) <= r < reach]):
-                self._extend(max(reached) + 1)
-        if len(self.block_of) <= rowid < max(self.REACH, 16 * self.count):
-            self._extend(max(rowid + 1, 2 * len(self.block_of)))
-        if 0 <= rowid < len(self.block_of):
-            self.block_of[rowid], self.slot_of[rowid] = number, slot
-        else:
+    def put(self, rowids: np.ndarray | int, number: int, slots: np.ndarray | int) -> None:
+        """Place each of `rowids` (distinct) at its slot of block `number`."""
+        rowids = np.atleast_1d(np.asarray(rowids, dtype=np.int64))
+        slots = np.atleast_1d(np.asarray(slots, dtype=np.int64))
+        if not len(rowids):
+            return
+        before = self.count
+        self.count += int(np.count_nonzero(self.locate(rowids)[0] < 0))
+        reach = max(self.REACH, 16 * self.count)
+        top = int(rowids.max())
+        if self.far and self.count.bit_length() > before.bit_length():  # twice the rows: take in what is in reach
+            top = max([top, *(r for r in self.far if r < reach)])
+        if len(self.block_of) <= top < reach:
+            self._extend(max(top + 1, min(reach, 2 * len(self.block_of))))
+        inside = (rowids >= 0) & (rowids < len(self.block_of))
+        self.block_of[rowids[inside]] = number
+        self.slot_of[rowids[inside]] = slots[inside]
+        for rowid, slot in zip(rowids[~inside].tolist(), slots[~inside].tolist()):
             self.far[rowid] = (number, slot)
 
     def pop(self, rowid: int) -> tuple[int, int] | None:
@@ -531,15 +536,13 @@ class _ScopeBlock:
         """Add or replace rows `(rowid, float32 vector bytes, agent_id, category, expire_at)`, all at
         once: a process's first search loads every vector of the store through here (at 10k rows,
         one row at a time cost 0.15 s of a CLI recall's second)."""
-        slots = np.empty(len(rows), dtype=np.int64)
-        size = self.size
-        for i, row in enumerate(rows):
-            slot = self.slot(row[0])
-            if slot is None:
-                slot = size
-                self.directory.put(row[0], self.number, slot)
-                size += 1
-            slots[i] = slot
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        numbers, found = self.directory.locate(ids)
+        slots = found.astype(np.int64)
+        new = np.flatnonzero(numbers != self.number)
+        slots[new] = np.arange(self.size, self.size + len(new))
+        size = self.size + len(new)
+        self.directory.put(ids[new], self.number, slots[new])
         vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
         if size > len(self.rowids):
             self._grow(vectors.shape[1], size)
@@ -569,8 +572,7 @@ class _ScopeBlock:
             self.ann.dropped()
         last = self.size - 1
         if slot != last:
-            moved = int(self.rowids[last])
-            self.directory.put(moved, self.number, slot)
+            self.directory.put(self.rowids[last], self.number, slot)
             for array in (self.rowids, self.matrix, self.codes, self.scales, self.lost, self.norms, self.stale,
                           self.agents, self.categories, self.expire):
                 array[slot] = array[last]

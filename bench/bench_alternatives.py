@@ -816,6 +816,17 @@ def targets(ref: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     return f"Targets for polymem (SQLite) at {ref['size']:,}: " + "; ".join(parts) + ".\n" if parts else ""
 
 
+def plot_target(args: argparse.Namespace, rows: list[dict[str, Any]]) -> Path | None:
+    """Where to draw the latency plot: `--plot`'s path; else, for a recorded run over two sizes or
+    more, bench/alternatives_latency.png (a run of one size would replace the recorded curves with
+    a single point); else nowhere."""
+    if args.plot is not None:
+        return Path(args.plot)
+    if args.no_record or len({row["size"] for row in rows}) < 2:
+        return None
+    return HERE / "alternatives_latency.png"
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> bool:
     try:
         import matplotlib
@@ -865,7 +876,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     parser.add_argument("--plot", type=Path, default=None,
                         help="draw the latency plot here (default: bench/alternatives_latency.png, linked from "
-                             "RESULTS.md; with --no-record, no plot unless this is given)")
+                             "RESULTS.md, for a recorded run over two sizes or more; otherwise no plot unless "
+                             "this is given)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--in-process", action="store_true",
                         help="run every store in this process (quick; peak memory then includes earlier stores)")
@@ -924,7 +936,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
     sample_load()
     text = render(rows, skipped, failed, embed_cost, args)
-    drawn = args.plot or (None if args.no_record else HERE / "alternatives_latency.png")
+    drawn = plot_target(args, rows)
     if rows and drawn is not None and plot(rows, drawn) and drawn.resolve().parent == HERE:
         text += f"![latency against store size]({drawn.name})\n"  # RESULTS.md sits beside it
     print(text)

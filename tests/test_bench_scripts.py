@@ -8,6 +8,7 @@ LoCoMo's format written here.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -128,6 +129,16 @@ def test_alternatives_without_record_leave_the_recorded_plot_alone(tmp_path: Pat
                 "--repeats", "1", "--base", "40", "--only", "numpy", "--in-process", "--no-record"], tmp_path)
     assert (recorded.read_bytes() if recorded.exists() else None) == before
     assert "![latency" not in out  # no link to a plot RESULTS.md would not show
+
+
+def test_a_recorded_run_of_one_size_leaves_the_recorded_plot_alone() -> None:
+    alternatives = _module("bench_alternatives")
+    recorded = argparse.Namespace(plot=None, no_record=False)
+    one_size = [{"size": 100_000, "store": "numpy"}, {"size": 100_000, "store": "chroma"}]
+    assert alternatives.plot_target(recorded, one_size) is None
+    assert alternatives.plot_target(recorded, [*one_size, {"size": 10_000, "store": "numpy"}]) == \
+        BENCH / "alternatives_latency.png"
+    assert alternatives.plot_target(argparse.Namespace(plot="p.png", no_record=False), one_size) == Path("p.png")
 
 
 def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path) -> None:

@@ -65,7 +65,7 @@ async def test_the_summarizer_folds_old_turns_keeping_the_numbers(tmp_path: Path
     summary = "Alice flies to Oslo on May 3 with 1200 EUR to spend."
     store = polymem.open_async(f"sqlite:///{tmp_path / 'm.db'}", embedder=None,
                                summarizer=ChatClientSummarizer(ScriptedChatClient(summary)))
-    history = PolymemHistoryProvider(store, user_id="alice", max_tokens=40, overflow="summarize", keep_last=2)
+    history = PolymemHistoryProvider(store, user_id="alice", max_tokens=55, overflow="summarize", keep_last=2)
     agent = Agent(ScriptedChatClient("Booked.", "Noted.", "Sure."), context_providers=[history])
     session = agent.create_session(session_id="trip")
     for text in ("I fly to Oslo on May 3.", "My budget is 1200 EUR.", "Find me a hotel near the station."):

@@ -1496,7 +1496,7 @@ class Engine:
                                            f"{self.max_content_chars}")
             if message.created_at is None:
                 message = message.replace(created_at=now)
-            checked.append((message, self.token_counter(_message_text(message))))
+            checked.append((message, self.message_tokens(message)))
         info = yield from self._live_session(spec)
         expire = now + spec.ttl if spec.ttl is not None else None
         writes: builtins.list[StorageOp] = [
@@ -1509,6 +1509,11 @@ class Engine:
         yield Batch(*writes)
         return [m for m, _ in checked]
 
+    def message_tokens(self, message: Message) -> int:
+        """What `message` takes of a session's `max_tokens`: the tokens of its role, name, content
+        and tool calls by `token_counter`, and the chat format's framing."""
+        return self.token_counter(_message_text(message)) + MESSAGE_FRAMING_TOKENS
+
     def _fit_window(self, spec: SessionSpec, info: SessionInfo | None,
                     added: builtins.list[tuple[Message, int]]) -> Plan:
         """The writes (summary, eviction) that bring the window with `added` under `max_tokens`."""
@@ -1516,7 +1521,9 @@ class Engine:
         stored = yield SessionMessages(self.namespace, spec.session_id, True)
         window = [*stored, *added]
         summary = info.summary if info else None
-        total = sum(t for _, t in window) + (self.token_counter(summary) if summary else 0)
+        total = sum(t for _, t in window)
+        if summary:  # read back as a system message ahead of the window
+            total += self.message_tokens(Message(role="system", content=summary))
         writes: builtins.list[StorageOp] = []
         if total <= spec.max_tokens:
             return writes
@@ -1794,9 +1801,15 @@ def _as_message(value: Any) -> Message:
     raise InvalidInput(f"expected a polymem Message or dict, got {type(value).__name__}")
 
 
+# A chat prompt frames every message (OpenAI's accounting: 3 tokens beside its role, name and
+# content; LangChain's count_tokens_approximately adds the same 3).
+MESSAGE_FRAMING_TOKENS = 3
+
+
 def _message_text(message: Message) -> str:
     calls = " ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
-    return f"{message.role}: {message.content} {calls}".strip()
+    speaker = f"{message.role} {message.name}" if message.name else message.role
+    return f"{speaker}: {message.content} {calls}".strip()
 
 
 def _tool_call(value: Any) -> ToolCall:

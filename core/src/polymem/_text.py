@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import math
 import re
 import threading
 import unicodedata
 from collections.abc import Collection
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import Stemmer
 
 from ._errors import InvalidInput
+
+if TYPE_CHECKING:
+    import tiktoken
 
 # Stored beside a full-text index; a mismatch makes the store re-index (see the module doc).
 ANALYZER_VERSION = "snowball-1"
@@ -245,14 +248,36 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK_RE.search(text))
 
 
+# cl100k_base as tiktoken_ext.openai_public defines it; its ranks are read from the copy in data/.
+_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+                   r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_CL100K_SPECIAL_TOKENS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                          "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+
+
+@lru_cache(maxsize=1)
+def _cl100k() -> tiktoken.Encoding:
+    """GPT-4's BPE encoding, built from `data/cl100k_base.tiktoken.gz`: tiktoken's own
+    `get_encoding` would download the ranks, which an offline machine cannot."""
+    import base64
+    from importlib import resources
+
+    import tiktoken
+
+    with (resources.files("polymem") / "data" / "cl100k_base.tiktoken.gz").open("rb") as raw:
+        lines = gzip.decompress(raw.read()).splitlines()
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in lines if line)}
+    return tiktoken.Encoding("cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=ranks,
+                             special_tokens=_CL100K_SPECIAL_TOKENS)
+
+
 def approx_token_count(text: str) -> int:
-    """An offline token estimate close to BPE tokenizers: ~4 characters per token
-    for words, one per CJK character, one per punctuation mark."""
-    count = 0
-    for match in re.finditer(rf"[{_CJK}]|[^\W_]+|[^\w\s]", text, re.UNICODE):
-        piece = match.group(0)
-        count += 1 if len(piece) == 1 else math.ceil(len(piece) / 4)
-    return count + 1
+    """The number of tokens of `text` in cl100k_base, GPT-4's BPE (through tiktoken, offline):
+    the working-memory window's measure where the model's own tokenizer is unknown.
+
+    Special-token markers in `text` ("<|endoftext|>") count as the plain text they are.
+    """
+    return len(_cl100k().encode_ordinary(text))
 
 
 UNITS = frozenset(

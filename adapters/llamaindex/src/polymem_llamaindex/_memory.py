@@ -12,7 +12,7 @@ from llama_index.core.memory import BaseMemoryBlock, ChatMemoryBuffer
 from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
 from llama_index.core.storage.chat_store.base import BaseChatStore
 
-from polymem import RecallHit, render_memories
+from polymem import RecallHit, approx_token_count, render_memories
 from polymem import operations as ops
 
 from ._chat_store import Plan, PolymemBound, PolymemChatStore, Store, arun, run
@@ -59,11 +59,12 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
         await arun(self._store, _ingest(self, messages, session_id))
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
-        """Drop the weakest memories (the last lines) until about `tokens_to_truncate` are freed."""
+        """Drop the weakest memories (the last lines) until `tokens_to_truncate` are freed, as
+        polymem counts tokens (cl100k_base, LlamaIndex's default tokenizer)."""
         lines = content.splitlines()
         budget = tokens_to_truncate
         while lines and budget > 0:
-            budget -= max(1, len(lines.pop()) // 4)
+            budget -= max(1, approx_token_count(lines.pop()))
         return "\n".join(lines) or None
 
 

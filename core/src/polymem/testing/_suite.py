@@ -455,7 +455,7 @@ class MemoryConformance:
         assert messages[2].tool_call_id == "c1"
 
     def test_window_is_bounded_by_tokens_not_messages(self, mem: Any) -> None:
-        ses = mem.session("s1", user_id="ann", max_tokens=60, keep_last=1)
+        ses = mem.session("s1", user_id="ann", max_tokens=100, keep_last=1)
         for i in range(10):
             call(ses.add("user", f"hi {i}"))
         assert len(call(ses.messages())) == 10

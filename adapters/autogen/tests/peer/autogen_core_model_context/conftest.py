@@ -16,12 +16,7 @@ from polymem_autogen import PolymemChatCompletionContext
 LOWEST = Version(version("autogen-core")) < Version("0.7.5")
 collect_ignore = ["test_model_context.py" if LOWEST else "test_model_context_0_5_4.py"]
 
-EXPECTED_FAILURES: dict[str, str] = {
-    # 0.5.4's file only (0.7.5's asserts "fewer messages", which holds).
-    "test_token_limited_model_context_with_token_limit[openai]": (
-        "asserts exactly one message fits 30 tokens as counted by OpenAI's tokenizer; polymem counts tokens "
-        "with its own estimate (two fit)"),
-} if LOWEST else {}
+EXPECTED_FAILURES: dict[str, str] = {}  # both releases' files pass, 0.5.4's one-message-in-30-tokens test too
 
 NOT_REPLACED: dict[str, str] = {
     "test_buffered_model_context": "BufferedChatCompletionContext windows by message count; polymem windows by tokens",

@@ -54,6 +54,13 @@ def test_tokens_are_counted_as_tiktoken_counts_them_in_cl100k_base(text: str,
     assert approx_token_count(text) == len(official_cl100k.encode_ordinary(text))
 
 
+def test_long_mixed_documents_are_counted_as_tiktoken_counts_them(official_cl100k: tiktoken.Encoding) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for document in (root / "README.md", root / "docs" / "api.md", root / "core" / "src" / "polymem" / "_text.py"):
+        text = document.read_text(encoding="utf-8")
+        assert approx_token_count(text) == len(official_cl100k.encode_ordinary(text)), document.name
+
+
 def test_a_special_token_marker_in_the_text_is_counted_as_text_not_refused() -> None:
     assert approx_token_count("<|endoftext|>") > 1
 

@@ -73,7 +73,7 @@ def quiet_model_loading() -> Iterator[None]:
     with _QUIET_LOCK:
         if _quiet_depth == 0:
             _quiet_saved = (hf_logging.is_progress_bar_enabled(), _hub_bar_states())
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            hf_logging.disable_progress_bar()
         _quiet_depth += 1
     try:
         yield
@@ -83,7 +83,7 @@ def quiet_model_loading() -> Iterator[None]:
             if _quiet_depth == 0 and _quiet_saved is not None:
                 enabled, hub_states = _quiet_saved
                 if enabled:
-                    hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+                    hf_logging.enable_progress_bar()
                 # transformers switches huggingface_hub's bars along with its own: put those back too.
                 states = _hub_bar_state_table()
                 if hub_states is not None and states is not None:

@@ -362,3 +362,33 @@ def test_an_index_saved_with_too_few_cells_is_rebuilt_with_more(tmp_path: Path,
     (rebuilt,) = index_files(db)
     assert faiss.read_index(str(rebuilt)).nlist == wanted
     mem.close()
+
+
+def test_an_index_of_an_earlier_kind_is_replaced_by_one_of_rabitq_codes(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "m.db"
+
+    def scalar_quantized(vectors: np.ndarray, cells: int) -> faiss.Index:  # as versions before RaBitQ built it
+        quantizer = faiss.IndexFlatIP(vectors.shape[1])
+        quantizer.add(vectors[:cells])
+        index = faiss.IndexIVFScalarQuantizer(quantizer, vectors.shape[1], cells, faiss.ScalarQuantizer.QT_8bit,
+                                              faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+        index.nprobe = _ann.probes(cells)
+        return index
+
+    with monkeypatch.context() as older:
+        older.setattr(_ann, "_new_index", scalar_quantized)
+        mem, _ = filled(db, clustered(ROWS, seed=14))
+        indexed(mem)
+        mem.close()
+    (saved,) = index_files(db)
+    assert isinstance(faiss.read_index(str(saved)), faiss.IndexIVFScalarQuantizer)
+    mem = open_store(db)
+    indexed(mem)
+    (rebuilt,) = index_files(db)  # the same name: the older file is not left behind
+    assert rebuilt.name == saved.name
+    index = faiss.read_index(str(rebuilt))
+    assert isinstance(index, faiss.IndexIVFRaBitQ) and index.rabitq.nb_bits == _ann.CODE_BITS
+    assert index.ntotal == ROWS
+    mem.close()

@@ -1,8 +1,8 @@
 """Approximate vector search for large scopes: an inverted-file index per scope, kept beside the SQLite file.
 
 A scope (one user's memories in one namespace, for one embedding model) of `ANN_ROWS` vectors or
-more is searched through a faiss inverted file (`IndexIVFScalarQuantizer`, 8-bit codes) instead of
-a scan of every row: the rows are split into about 2·√n k-means cells (trained on a random sample)
+more is searched through a faiss inverted file of RaBitQ codes (`IndexIVFRaBitQ`, `CODE_BITS` bits a
+dimension) instead of a scan of every row: the rows are split into about 2·√n k-means cells (trained on a random sample)
 and a query reads the `PROBES` cells nearest to it. The index only proposes rows: each proposal is mapped back to the
 scope's live rows (a deleted, moved, expired or filtered-out row is dropped) and measured exactly
 against the process's float32 copy, so every similarity returned is exact and only the choice of
@@ -61,7 +61,11 @@ GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cell
 SAVE_AFTER = 0.01  # on close, save again if this share of the rows changed since the file
 TRAINING_ROWS = 65_536  # the cells are trained on a random sample of at most this many rows
 _CHUNK = 50_000
-_FORMAT = "ivfsq8-v1"
+CODE_BITS = 2  # RaBitQ bits a dimension: 1 bit found 0.83 of the exact top 10 at 1M where 2 found 0.98
+QUERY_BITS = 4  # bits the query is quantized to when compared with the codes (faiss's default)
+# Part of every index file's name: an older kind of index under the same name is found by `load`,
+# deleted and rebuilt, where a new name would leave the old file in the folder for good.
+_FILE_NAMESPACE = "ivfsq8-v1"
 
 
 def probes(cells: int) -> int:
@@ -98,7 +102,18 @@ def cell_count(rows: int) -> int:
 
 
 def _new_index(vectors: np.ndarray, cells: int) -> Any:
-    """An empty inverted file of `cells` cells, whose cells and 8-bit ranges are trained on `vectors`."""
+    """An empty inverted file of `cells` cells of RaBitQ codes, whose cells are trained on `vectors`."""
+    import faiss
+
+    index = faiss.IndexIVFRaBitQ(trained_cells(vectors, cells), vectors.shape[1], cells,
+                                 faiss.METRIC_INNER_PRODUCT, True, CODE_BITS)
+    index.train(vectors)
+    _tune(index)
+    return index
+
+
+def trained_cells(vectors: np.ndarray, cells: int) -> Any:
+    """A flat index of `cells` k-means centroids of `vectors` (spherical: the vectors are unit length)."""
     import faiss
 
     dim = vectors.shape[1]
@@ -107,10 +122,23 @@ def _new_index(vectors: np.ndarray, cells: int) -> Any:
     quantizer = faiss.IndexFlatIP(dim)
     centroids: np.ndarray = np.asarray(kmeans.centroids, dtype=np.float32)
     quantizer.add(centroids)
-    index = faiss.IndexIVFScalarQuantizer(quantizer, dim, cells, faiss.ScalarQuantizer.QT_8bit,
-                                          faiss.METRIC_INNER_PRODUCT)
-    index.train(vectors)
-    return index
+    return quantizer
+
+
+def _tune(index: Any) -> None:
+    """Set how `index` is searched (not all of it is kept in its file)."""
+    index.nprobe = probes(index.nlist)
+    index.qb = QUERY_BITS
+
+
+def _is_current(index: Any, dimension: int) -> bool:
+    """Whether a read index is of the kind and shape this version builds."""
+    import faiss
+
+    if not isinstance(index, faiss.IndexIVFRaBitQ):
+        return False
+    bits = getattr(index.rabitq, "nb_bits", None)  # not in faiss's type stubs (added with multi-bit codes)
+    return index.d == dimension and bits == CODE_BITS and index.metric_type == faiss.METRIC_INNER_PRODUCT
 
 
 def _training_sample(parts: list[_ScopeBlock], n: int) -> np.ndarray:
@@ -181,7 +209,7 @@ class ScopeIndex:
             return None
         n = block.size
         wanted = min(limit, kept)
-        # 8-bit codes misorder near-duplicates (a memory saved in many wordings): fetch a margin
+        # compressed codes misorder near-duplicates (a memory saved in many wordings): fetch a margin
         # beyond the rows wanted, to be measured exactly (at 100k real embeddings, 10 + 18 rows
         # found 0.93 of the exact top 10)
         labels = self.propose(query, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
@@ -212,7 +240,6 @@ class ScopeIndex:
         if len(ids):
             with self.mutex:
                 self.index.add_with_ids(np.ascontiguousarray(vectors), ids)
-                self.index.nprobe = probes(self.index.nlist)
             self.held += len(ids)
 
     def _maybe_rebuild(self) -> None:
@@ -260,7 +287,6 @@ class ScopeIndex:
                 live = rows.live_ids()
                 self.pending = self.noted_while_building | set(live[~np.isin(live, held)].tolist())
                 with self.mutex:
-                    index.nprobe = probes(index.nlist)
                     self.index = index
                 self.held, self.dead, self.trained_rows = len(held), 0, n
                 self._catch_up()
@@ -277,8 +303,8 @@ class ScopeIndex:
 
         for path, seq in self.owner.files(self.key):
             try:
-                index = faiss.read_index(str(path))
-                if index.d != self.rows.dimension or not isinstance(index, faiss.IndexIVFScalarQuantizer):
+                index: Any = faiss.read_index(str(path))
+                if not _is_current(index, self.rows.dimension):
                     raise ValueError("another kind of index")
                 if 2 * index.nlist < cell_count(index.ntotal):  # cells of an older version: too few to probe 32
                     raise ValueError("an index of too few cells")
@@ -286,7 +312,7 @@ class ScopeIndex:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 continue
-            index.nprobe = probes(index.nlist)
+            _tune(index)
             ids = _ids(index)
             live = self.rows.live_ids()
             present = np.isin(live, ids)
@@ -437,7 +463,7 @@ class Indexes:
 
     def _index(self, scope: tuple[str | None, str, str | None, bool], rows: Rows, cache: _VectorCache,
                conn: sqlite3.Connection) -> ScopeIndex:
-        key = hashlib.sha256(f"{_FORMAT}\x00{scope!r}".encode()).hexdigest()[:24]
+        key = hashlib.sha256(f"{_FILE_NAMESPACE}\x00{scope!r}".encode()).hexdigest()[:24]
         ann = self.scopes[scope] = ScopeIndex(self, key, rows, cache)
         if not ann.load(conn, cache.model_id):
             ann.start_build()

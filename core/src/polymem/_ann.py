@@ -46,22 +46,27 @@ if TYPE_CHECKING:
 ANN_ROWS = 50_000
 # Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py <rows>
 # polymem:<probes>` (bench/RESULTS.md, 2026-12-03, one core, load 0.5-0.7) on bench_alternatives'
-# embeddings, as the share of the exact top 10 in the index's top 10 / top 100 (a recall measures
-# 125 + `FETCH_MARGIN` proposals exactly): 100k rows, 632 cells, 8 / 16 / 24 / 32 cells read:
-# 0.84 / 0.90 / 0.94 / 0.97 (0.99 in the top 100) in 0.10-0.29 ms; 1M rows, 2,000 cells, 16 / 24 /
-# 32 / 48: 0.90 / 0.94 / 0.96 / 0.98 (0.98 at 32 in the top 100) in 0.63 / 0.99 / 1.43 / 2.03 ms.
-# More cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same
-# 1M rows in 516 cells took 4.3 ms for 32 of them.
+# embeddings, as the share of the exact top 10 in the index's top 10 / top 100: 100k rows, 632
+# cells, 8 / 16 / 24 / 32 cells read: 0.84 / 0.90 / 0.94 / 0.97 (0.99 in the top 100); 1M rows,
+# 2,000 cells, 16 / 24 / 32 / 48: 0.90 / 0.94 / 0.96 / 0.98 (0.98 at 32 in the top 100). More
+# cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same 1M
+# rows in 516 cells took 4.3 ms for 32 of them. (Those figures are of 8-bit codes; see `CODE_BITS`.)
 PROBES = 32
-FETCH_MARGIN = 128  # proposals beyond those wanted (see `ScopeIndex.best`)
-SPAN_MARGIN = 32  # the same over every user (`Span.best`: each proposal there costs a few microseconds)
+# Proposals measured exactly beyond 1.25 x those wanted. RaBitQ's 2-bit codes order a query's
+# near neighbours coarsely: at 1M rows, 32 of 2,000 cells, the exact top 10 is 0.52 / 0.88 / 0.955
+# / 0.972 / 0.976 of the index's top 10 / 44 / 100 / 157 / 253 (8-bit codes: 0.96, then 0.977 from
+# the top 44), so a search of 10 reads 140 proposals and a recall's 100 candidates 253.
+FETCH_MARGIN = 128
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
 GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cells were trained on
 SAVE_AFTER = 0.01  # on close, save again if this share of the rows changed since the file
 TRAINING_ROWS = 65_536  # the cells are trained on a random sample of at most this many rows
 _CHUNK = 50_000
-CODE_BITS = 2  # RaBitQ bits a dimension: 1 bit found 0.83 of the exact top 10 at 1M where 2 found 0.98
+# RaBitQ bits a dimension. At 1M rows (32 of 2,000 cells read, one core), the index's top 253
+# held 0.825 / 0.976 / 0.977 of the exact top 10 with 1 / 2 / 3 bits in 0.82 / 1.04 / 4.19 ms,
+# 8-bit scalar codes 0.977 in 1.68 ms; 2 bits build in 43 s where 8-bit codes take 14 s.
+CODE_BITS = 2
 QUERY_BITS = 4  # bits the query is quantized to when compared with the codes (faiss's default)
 # Part of every index file's name: an older kind of index under the same name is found by `load`,
 # deleted and rebuilt, where a new name would leave the old file in the folder for good.
@@ -409,7 +414,7 @@ class Span:
         ann = self.ann
         if ann is None or ann.index is None or not ann.held:
             return None
-        found = self._places(ann.propose(query, int(limit * 1.25) + SPAN_MARGIN))
+        found = self._places(ann.propose(query, int(limit * 1.25) + FETCH_MARGIN))
         # each proposal gathered on its own: the proposals fall in many users' blocks, a few
         # each, where grouping them by block cost ~20 us of numpy calls a block (100 users:
         # 2.6 ms of a 4 ms search at 200k rows)

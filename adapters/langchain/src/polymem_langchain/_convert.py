@@ -54,9 +54,7 @@ _TEXT_BLOCK_TYPES = frozenset({"text"})
 
 def _default_of(message: BaseMessage, field: str) -> Any:
     info = type(message).model_fields[field]
-    if info.default_factory is not None:
-        return info.default_factory()  # type: ignore[call-arg]
-    return info.default
+    return info.get_default(call_default_factory=True)
 
 
 def _split_content(content: str | list[Any]) -> tuple[str, tuple[dict[str, Any], ...], list[Any] | None]:
@@ -116,7 +114,7 @@ def to_polymem(message: BaseMessage) -> Message:
     if layout is not None:
         extra["content_layout"] = layout
     tool_calls: tuple[ToolCall, ...] = ()
-    if message.type in _AI_TYPES:
+    if isinstance(message, AIMessage):  # AIMessageChunk too
         tool_calls = tuple(
             ToolCall(
                 id=call["id"] or "",
@@ -124,14 +122,14 @@ def to_polymem(message: BaseMessage) -> Message:
                 arguments=json.dumps(call["args"], ensure_ascii=False),
                 metadata={} if call["id"] is not None else {"langchain_id": None},
             )
-            for call in message.tool_calls  # type: ignore[attr-defined]
+            for call in message.tool_calls
         )
     if not text.strip() and not tool_calls and not parts:
         # polymem refuses a message with nothing in it; LangChain allows one. An empty
         # text part carries it, and the layout says how the content really looked.
         parts = ({"type": "text", "text": text},)
         extra["content_layout"] = layout if layout is not None else {"$text": 0}
-    role = message.role if message.type in _CHAT_TYPES else _ROLE_OF_TYPE.get(message.type, message.type)  # type: ignore[attr-defined]
+    role = message.role if isinstance(message, ChatMessage) else _ROLE_OF_TYPE.get(message.type, message.type)
     return Message(
         role=role,
         content=text,

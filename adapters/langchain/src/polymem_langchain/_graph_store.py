@@ -123,11 +123,16 @@ class PolymemStore(BaseStore):
         return "\n".join(texts) or json.dumps(value, ensure_ascii=False)
 
     @staticmethod
-    def _item(record: polymem.MemoryRecord, cls: type[Item] = Item, score: float | None = None) -> Any:
+    def _item(record: polymem.MemoryRecord) -> Item:
         meta = record.metadata[LG_KEY]
-        fields = {"value": meta["value"], "key": meta["key"], "namespace": tuple(meta["path"]),
-                  "created_at": record.created_at, "updated_at": record.updated_at}
-        return SearchItem(**fields, score=score) if cls is SearchItem else Item(**fields)
+        return Item(value=meta["value"], key=meta["key"], namespace=tuple(meta["path"]),
+                    created_at=record.created_at, updated_at=record.updated_at)
+
+    @classmethod
+    def _search_item(cls, record: polymem.MemoryRecord, score: float | None) -> SearchItem:
+        item = cls._item(record)
+        return SearchItem(namespace=item.namespace, key=item.key, value=item.value, created_at=item.created_at,
+                          updated_at=item.updated_at, score=score)
 
     def _now(self) -> datetime:
         return self._forms.store.now()
@@ -166,7 +171,7 @@ class PolymemStore(BaseStore):
         if record is None:
             return None
         yield from self._refresh(record, op.refresh_ttl)
-        return self._item(record)  # type: ignore[no-any-return]
+        return self._item(record)
 
     def _put(self, op: PutOp) -> Plan[None]:
         key = self._key(op.namespace, op.key)
@@ -207,7 +212,7 @@ class PolymemStore(BaseStore):
             pairs = [(r, None) for r in records if self._live(r)]
         for record, _ in pairs:
             yield from self._refresh(record, op.refresh_ttl)
-        return [self._item(r, SearchItem, s) for r, s in pairs]
+        return [self._search_item(r, s) for r, s in pairs]
 
     def _namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
         paths = yield call("distinct", f"metadata.{LG_KEY}.path", user_id=self.user_id,

@@ -67,12 +67,13 @@ class PolymemVectorStore(VectorStore):
 
     # -- plans -------------------------------------------------------------------------------
     def _find(self, doc_id: str) -> Plan[polymem.MemoryRecord | None]:
-        found = yield call("list", user_id=self.user_id, filter={f"metadata.{LC_KEY}.{DOC_ID_KEY}": doc_id}, limit=1)
+        found: list[polymem.MemoryRecord] = yield call(
+            "list", user_id=self.user_id, filter={f"metadata.{LC_KEY}.{DOC_ID_KEY}": doc_id}, limit=1)
         if found:
-            return found[0]  # type: ignore[no-any-return]
-        record = yield call("get", doc_id)
+            return found[0]
+        record: polymem.MemoryRecord | None = yield call("get", doc_id)
         if record is not None and record.user_id == self.user_id and record.status == "active":
-            return record  # type: ignore[no-any-return]
+            return record
         return None
 
     def _add(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None, ids: Sequence[str | None] | None,

@@ -220,7 +220,8 @@ class ScopeIndex:
         # found 0.93 of the exact top 10)
         labels = self.propose(query, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
         slots = self._slots(block, labels)
-        slots = np.unique(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
+        slots = np.sort(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
+        slots = slots[np.concatenate(([True], slots[1:] != slots[:-1]))]  # (np.unique: 5x the time)
         if mask is not None:
             slots = slots[mask[slots]]
         if len(slots) < wanted:
@@ -422,7 +423,7 @@ class Span:
         ids: list[int] = []
         rows = np.empty((len(found), len(query)), dtype=np.float32)
         for rowid, block, slot in found:
-            if block.expire[slot] > now_us:
+            if block.soonest > now_us or block.expire[slot] > now_us:  # (soonest: no row of the block expires yet)
                 rows[len(ids)] = block.matrix[slot]
                 ids.append(rowid)
         if len(ids) < limit:

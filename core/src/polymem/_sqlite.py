@@ -255,8 +255,10 @@ RESTART_FRAMES = 8192
 # recall reads ~300 scattered rows of `memories` (its candidates, the full-text matches' scope
 # checks), each a system call and a page copy through SQLite's 2 MB page cache otherwise
 # (20k memories: 1.18 ms for 200 rows by rowid, 0.44 ms mapped). The mapping's pages are the OS's
-# file cache, shared by every process that reads the file.
-MMAP_BYTES = 1 << 30
+# file cache, shared by every process that reads the file. SQLite maps at most 2 GB (its
+# SQLITE_MAX_MMAP_SIZE) whatever is asked: 1M memories are a 2.4 GB file, where mapping 2 GB
+# rather than 1 read a recall's 100 candidate rows in 0.32 ms rather than 0.40.
+MMAP_BYTES = 1 << 31
 
 # `durability=` in the URL → `PRAGMA synchronous`. With WAL, NORMAL loses no commit when the
 # process crashes, but the last commits before a power loss or OS crash may be lost; FULL syncs
@@ -1329,7 +1331,7 @@ class SQLiteBackend(Backend):
         span = cache.spans.get(request.namespace) if request.user_id is None else None
         if span is not None and request.agent_id is None and request.category is None and allowed is None \
                 and (found := span.best(query, now_us, request.limit)) is not None:
-            return {int(rowid): float(sim) for rowid, sim in zip(*found)}
+            return dict(zip(found[0].tolist(), found[1].tolist()))
         found_ids: builtins.list[np.ndarray] = []
         found_sims: builtins.list[np.ndarray] = []
         for block in cache.scope_blocks(request.namespace, request.user_id, request.user_id is None):
@@ -1357,7 +1359,7 @@ class SQLiteBackend(Backend):
         ids = np.concatenate(found_ids)
         sims = np.concatenate(found_sims)
         order = np.argsort(-sims)[: request.limit]
-        return {int(ids[i]): float(sims[i]) for i in order}
+        return dict(zip(ids[order].tolist(), sims[order].tolist()))
 
     def document_frequencies(self, namespace: str, terms: Sequence[str],
                              user_id: str | None = None) -> tuple[int, dict[str, int]]:

@@ -1494,9 +1494,14 @@ class SQLiteBackend(Backend):
         ids = np.fromiter((row[0] for row in window), dtype=np.int64, count=len(window))
         numbers, slots = cache.directory.locate(ids)
         passes = np.zeros(len(ids), dtype=bool)
-        for block in cache.scope_blocks(request.namespace, request.user_id, request.user_id is None):
-            mine = numbers == block.number
-            passes[mine] = block.expire[slots[mine]] > now_us
+        # the blocks holding a match, not every block of the scope (over every user: 100 blocks
+        # cost 0.4 ms of numpy calls, for a window of 2 matches)
+        in_scope = {block.number: block for block in
+                    cache.scope_blocks(request.namespace, request.user_id, request.user_id is None)}
+        for number in np.unique(numbers[numbers >= 0]).tolist():
+            if (block := in_scope.get(number)) is not None:
+                mine = numbers == number
+                passes[mine] = True if block.soonest > now_us else block.expire[slots[mine]] > now_us
         unheld = np.flatnonzero(numbers < 0)
         if len(unheld):
             asked = ids[unheld].tolist()

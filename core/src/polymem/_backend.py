@@ -110,9 +110,23 @@ class SearchRequest:
     terms: tuple[str, ...]
     now: datetime
     limit: int
-    # Given the candidates' cosines and text ranks (NaN where none), which of them the recall can
-    # use; a backend may leave the others out without reading their rows (None: all).
-    worth_reading: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    # Given the candidates' cosines and text ranks (NaN where none), and what their live scores
+    # are made of where the backend knows it without reading their rows (`LiveInputs`, or None),
+    # which of them the recall can use; a backend may leave the others out without reading
+    # their rows (None: all).
+    worth_reading: Callable[[np.ndarray, np.ndarray, LiveInputs | None], np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class LiveInputs:
+    """What the live scores of a search's candidates are made of, one entry per candidate:
+    seconds since the last access (or the creation), NaN where the backend does not know them;
+    categories (None where unknown); access counts; base importances."""
+
+    ages: np.ndarray
+    categories: Sequence[str | None]
+    access_counts: np.ndarray
+    importances: np.ndarray
 
 
 # Beside a vector search, the full-text search leaves out a query term held by more than

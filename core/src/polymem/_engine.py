@@ -1167,7 +1167,7 @@ class Engine:
             positions, relevance_of = positions[reach], relevance_of[reach]
         admitted = builtins.list(zip(positions.tolist(), relevance_of.tolist()))
         live_parts = policy.live_table([candidates[i].scored for i, _ in admitted], now)
-        blended = relevance_of * ((1.0 - policy.live_weight) + policy.live_weight * live_parts[0])
+        blended = policy.blend_table(relevance_of, live_parts[0])
         lives, ages, factors, bonuses = (part.tolist() for part in live_parts)
         scores = blended.tolist()
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._backend import Candidate
+from ._backend import Candidate, LiveInputs
 from ._errors import InvalidInput
 from ._filters import to_micros
 from ._models import MemoryRecord
@@ -121,7 +121,6 @@ class ScoringPolicy:
         """`live_parts` of many records at once, as arrays (a recall's candidates, a page of
         consolidation): one pass of numpy instead of a Python computation per record."""
         n = len(records)
-        days, factor = np.zeros(n), np.ones(n)
         if self.decay:
             now_us = to_micros(now)
             half_life = self.half_life
@@ -132,12 +131,28 @@ class ScoringPolicy:
                                else (now - (r.last_accessed_at or r.created_at)).total_seconds(),
                                half_life(r.category), r.access_count, r.importance) for r in records],
                              dtype=np.float64).reshape(n, 4)
-            days = np.maximum(0.0, table[:, 0] / 86400.0)
-            factor = 0.5 ** (days / table[:, 1])
-            counts, importance = table[:, 2], table[:, 3]
-        else:
-            counts = np.fromiter((r.access_count for r in records), np.float64, n)
-            importance = np.fromiter((r.importance for r in records), np.float64, n)
+            return self._live(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
+        counts = np.fromiter((r.access_count for r in records), np.float64, n)
+        importance = np.fromiter((r.importance for r in records), np.float64, n)
+        return self._live(np.zeros(n), np.ones(n), counts, importance)
+
+    def live_scores(self, inputs: LiveInputs) -> np.ndarray:
+        """The live scores of a search's candidates from what a backend knows of them without
+        their rows (`LiveInputs`; NaN where it does not), as `live_table` computes them."""
+        default, half_life = self.default_half_life_days, self.half_life_days.get
+        half_lives = np.fromiter((default if c is None else half_life(c, default) for c in inputs.categories),
+                                 np.float64, len(inputs.categories))
+        unknown = np.isnan(inputs.ages)
+        lives = self._live(np.where(unknown, 0.0, inputs.ages), half_lives, inputs.access_counts,
+                           inputs.importances)[0]
+        return np.where(unknown, np.nan, lives)
+
+    def _live(self, ages: np.ndarray, half_lives: np.ndarray, counts: np.ndarray,
+              importance: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(live score, age in days, decay factor, access bonus) from ages in seconds, half-lives
+        in days, access counts and base importances: the one formula of the live score."""
+        days = np.maximum(0.0, ages / 86400.0) if self.decay else np.zeros(len(ages))
+        factor = 0.5 ** (days / half_lives) if self.decay else np.ones(len(ages))
         bonus = np.minimum(self.access_cap, self.access_step * counts)
         return np.minimum(1.0, importance * factor + bonus), days, factor, bonus
 
@@ -182,6 +197,11 @@ class ScoringPolicy:
         """The score a memory ranks by when it misses `misses` of the times its query asks for
         (the period it names, a time stated at all): (1 - `time_weight`) of it per miss."""
         return score * (1.0 - self.time_weight) ** misses
+
+    def blend_table(self, relevances: np.ndarray, lives: np.ndarray) -> np.ndarray:
+        """`blend` of many at once."""
+        blended: np.ndarray = relevances * ((1.0 - self.live_weight) + self.live_weight * lives)
+        return blended
 
     def blend(self, relevance: float, live: float) -> float:
         """Final score: relevance scaled by the live score, so relevance gates everything."""
@@ -235,18 +255,30 @@ class ScoringPolicy:
         reach: np.ndarray = relevances * (1 + 1e-9) >= floor
         return reach
 
-    def worth_reading(self, similarities: np.ndarray, text_ranks: np.ndarray, *, vector_mode: bool,
-                      admit_all: bool, best: int) -> np.ndarray:
+    def worth_reading(self, similarities: np.ndarray, text_ranks: np.ndarray, live: LiveInputs | None = None, *,
+                      vector_mode: bool, admit_all: bool, best: int) -> np.ndarray:
         """Which of a search's candidates (their cosines and text ranks, NaN where none) a recall
         ranking the `best` first can use: those admitted and within reach, and, whatever they score,
         the closest and the best text match (the admission of the others and the calibration read
-        them). A backend need not read the others' rows."""
+        them). A backend need not read the others' rows.
+
+        Within reach: with `live` (what the candidates' live scores are made of, where the backend
+        knows it), a candidate whose score can reach the `best`-th highest score; where its live
+        score is unknown, it may be anything in [0, 1] (`within_reach`)."""
         if len(similarities) <= best:
             return np.ones(len(similarities), dtype=bool)
         keep = np.zeros(len(similarities), dtype=bool)
         admitted, relevances = self.relevance_table(similarities, text_ranks, vector_mode=vector_mode,
                                                     admit_all=admit_all)
-        keep[admitted[self.within_reach(relevances, best)]] = True
+        if live is None or len(relevances) <= best:
+            keep[admitted[self.within_reach(relevances, best)]] = True
+        else:
+            lives = self.live_scores(live)[admitted]
+            known = ~np.isnan(lives)
+            highest = np.where(known, self.blend_table(relevances, np.where(known, lives, 0.0)), relevances)
+            lowest = np.where(known, highest, relevances * (1.0 - self.live_weight))
+            floor = np.partition(lowest, len(lowest) - best)[len(lowest) - best]
+            keep[admitted[highest * (1 + 1e-9) >= floor * (1 - 1e-9)]] = True  # a margin for rounding
         for column in (similarities, text_ranks):
             known = np.where(np.isnan(column), -np.inf, column)
             if known[first := int(known.argmax())] > -np.inf:  # the first of equals, as max() picks

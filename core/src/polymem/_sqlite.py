@@ -34,6 +34,7 @@ from ._backend import (
     Bookkeeping,
     Candidate,
     Changed,
+    LiveInputs,
     NewRecord,
     PageCursor,
     SearchRequest,
@@ -240,6 +241,14 @@ MIGRATIONS: builtins.list[str] = [
     ALTER TABLE memory_versions ADD COLUMN vector BLOB;
     ALTER TABLE memory_versions ADD COLUMN vector_model TEXT;
     """,
+    # 11: a recall's bonuses (access count, last access, importance) stamp the rows they change
+    # with a count of their own, which moves without `seq`: a process keeping what live scores
+    # are made of in memory reads again the rows stamped since it last looked (`_VectorCache.touch`)
+    """
+    ALTER TABLE memories ADD COLUMN accessed_seq INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX IF NOT EXISTS memories_accessed ON memories(accessed_seq) WHERE accessed_seq > 0;
+    INSERT OR IGNORE INTO meta(key, value) VALUES ('accessed_seq', '0');
+    """,
 ]
 
 # The WAL is copied back into the database file off the write path after this many commits or
@@ -387,6 +396,10 @@ def _blob(vector: np.ndarray | None) -> bytes | None:
 
 
 _NEVER = np.iinfo(np.int64).max
+_NOT_ACCESSED = np.iinfo(np.int64).min
+# A row of `_CACHE_COLUMNS` as a block keeps it: (rowid, vector, agent_id, category, expire_at,
+# importance, created_at, last_accessed_at, access_count)
+_CachedRow = tuple[int, bytes, "str | None", str, "int | None", float, int, "int | None", int]
 
 
 # A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out for an exact product;
@@ -490,10 +503,14 @@ class _ScopeBlock:
     Agents and categories are small-integer codes so their filters are one vectorised compare.
     `codes`, `scales`, `lost` and `norms` are the int8 copy a scan reads first (`_scan.quantize`),
     brought up to date for the rows marked `stale` before each scan, all at once.
+    `importances`, `created`, `accessed` and `access_counts` are what the rows' live scores are
+    made of (`live_inputs`): a recall reads the rows of the candidates that can score among its
+    best, not of every candidate.
     """
 
     __slots__ = ("size", "directory", "number", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale",
-                 "any_stale", "agents", "categories", "expire", "soonest", "_codes", "ann", "scope")
+                 "any_stale", "agents", "categories", "expire", "soonest", "importances", "created", "accessed",
+                 "access_counts", "_codes", "_labels", "ann", "scope")
 
     def __init__(self, scope: tuple[str, str | None], directory: _RowDirectory, number: int) -> None:
         self.scope = scope  # (namespace, user_id)
@@ -511,7 +528,12 @@ class _ScopeBlock:
         self.categories = np.zeros(0, dtype=np.int32)
         self.expire = np.zeros(0, dtype=np.int64)
         self.soonest = _NEVER  # no row expires before this (a lower bound: a drop leaves it)
+        self.importances = np.zeros(0, dtype=np.float64)
+        self.created = np.zeros(0, dtype=np.int64)
+        self.accessed = np.zeros(0, dtype=np.int64)  # microseconds; _NOT_ACCESSED: never
+        self.access_counts = np.zeros(0, dtype=np.int64)
         self._codes: dict[str | None, int] = {}
+        self._labels: builtins.list[str | None] = []  # by code
         self.ann: ScopeIndex | None = None  # the approximate index of a large scope (`_ann`)
 
     def code(self, label: str | None) -> int:
@@ -519,7 +541,15 @@ class _ScopeBlock:
         return self._codes.get(label, -1)
 
     def _code_for(self, label: str | None) -> int:
-        return self._codes.setdefault(label, len(self._codes))
+        code = self._codes.setdefault(label, len(self._codes))
+        if code == len(self._labels):
+            self._labels.append(label)
+        return code
+
+    def labels(self, codes: np.ndarray) -> builtins.list[str | None]:
+        """The agent ids or categories these codes stand for."""
+        labels = self._labels
+        return [labels[code] for code in codes.tolist()]
 
     def _grow(self, dimension: int, needed: int) -> None:
         capacity = max(64, 2 * len(self.rowids), needed)
@@ -528,16 +558,18 @@ class _ScopeBlock:
             if self.size:
                 grown_matrix[: self.size] = getattr(self, name)[: self.size]
             setattr(self, name, grown_matrix)
-        for name in ("rowids", "scales", "lost", "norms", "stale", "agents", "categories", "expire"):
+        for name in ("rowids", "scales", "lost", "norms", "stale", "agents", "categories", "expire", "importances",
+                     "created", "accessed", "access_counts"):
             old = getattr(self, name)
             grown = np.zeros(capacity, dtype=old.dtype)
             grown[: self.size] = old[: self.size]
             setattr(self, name, grown)
 
-    def put(self, rows: Sequence[tuple[int, bytes, str | None, str, int | None]]) -> None:
-        """Add or replace rows `(rowid, float32 vector bytes, agent_id, category, expire_at)`, all at
-        once: a process's first search loads every vector of the store through here (at 10k rows,
-        one row at a time cost 0.15 s of a CLI recall's second)."""
+    def put(self, rows: Sequence[_CachedRow]) -> None:
+        """Add or replace rows `(rowid, float32 vector bytes, agent_id, category, expire_at, importance,
+        created_at, last_accessed_at, access_count)`, all at once: a process's first search loads
+        every vector of the store through here (at 10k rows, one row at a time cost 0.15 s of a
+        CLI recall's second)."""
         ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
         numbers, found = self.directory.locate(ids)
         slots = found.astype(np.int64)
@@ -559,6 +591,23 @@ class _ScopeBlock:
         expire = [_NEVER if row[4] is None else row[4] for row in rows]
         self.expire[slots] = expire
         self.soonest = min(self.soonest, min(expire, default=_NEVER))
+        self.importances[slots] = [row[5] for row in rows]
+        self.created[slots] = [row[6] for row in rows]
+        self.accessed[slots] = [_NOT_ACCESSED if row[7] is None else row[7] for row in rows]
+        self.access_counts[slots] = [row[8] for row in rows]
+
+    def touch(self, slots: np.ndarray, importances: np.ndarray, accessed: np.ndarray, counts: np.ndarray) -> None:
+        """Take in the live-score columns a recall's bonuses changed."""
+        self.importances[slots], self.accessed[slots], self.access_counts[slots] = importances, accessed, counts
+
+    def live_inputs(self, slots: np.ndarray, now_us: int) -> tuple[np.ndarray, builtins.list[str | None],
+                                                                  np.ndarray, np.ndarray]:
+        """(seconds since the last access or the creation, categories, access counts, importances)
+        of the rows in `slots`, as `Candidate.age_seconds` and the rows read give them."""
+        accessed = self.accessed[slots]
+        seen = np.where(accessed == _NOT_ACCESSED, self.created[slots], accessed)
+        return ((now_us - seen) / 1_000_000, self.labels(self.categories[slots]),
+                self.access_counts[slots].astype(np.float64), self.importances[slots])
 
     def slot(self, rowid: int) -> int | None:
         """The slot of `rowid` in this block (None: not held here)."""
@@ -576,7 +625,8 @@ class _ScopeBlock:
         if slot != last:
             self.directory.put(self.rowids[last], self.number, slot)
             for array in (self.rowids, self.matrix, self.codes, self.scales, self.lost, self.norms, self.stale,
-                          self.agents, self.categories, self.expire):
+                          self.agents, self.categories, self.expire, self.importances, self.created, self.accessed,
+                          self.access_counts):
                 array[slot] = array[last]
         self.size = last
 
@@ -641,7 +691,8 @@ class _ScopeBlock:
         return slots, sims
 
 
-_CACHE_COLUMNS = "rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector"
+_CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
+                  "importance, created_at, last_accessed_at, access_count")
 # What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
 # the content the calibration of text matches reads.
 _SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
@@ -656,9 +707,10 @@ class _VectorCache:
     is known for the whole store from the start.
     """
 
-    def __init__(self, model_id: str | None, seq: int, foreign: dict[int, str]) -> None:
+    def __init__(self, model_id: str | None, seq: int, foreign: dict[int, str], accessed_seq: int) -> None:
         self.model_id = model_id
         self.seq = seq
+        self.accessed_seq = accessed_seq  # the live-score columns are current up to this stamp (`touch`)
         self.blocks: dict[tuple[str, str | None], _ScopeBlock] = {}
         self.directory = _RowDirectory()
         self.foreign = foreign
@@ -681,8 +733,8 @@ class _VectorCache:
     def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
         for rowid in deleted:
             self._forget(rowid)
-        kept: dict[tuple[str, str | None], builtins.list[tuple[int, bytes, str | None, str, int | None]]] = {}
-        for rowid, namespace, user_id, agent_id, category, status, expire_at, model, blob in rows:
+        kept: dict[tuple[str, str | None], builtins.list[_CachedRow]] = {}
+        for rowid, namespace, user_id, agent_id, category, status, expire_at, model, blob, *live in rows:
             self._forget(rowid)
             if status != "active":
                 continue
@@ -691,7 +743,7 @@ class _VectorCache:
                 continue
             if not self.holds(namespace, user_id, False):  # read whole when a search first needs it
                 continue
-            kept.setdefault((namespace, user_id), []).append((rowid, blob, agent_id, category, expire_at))
+            kept.setdefault((namespace, user_id), []).append((rowid, blob, agent_id, category, expire_at, *live))
         for key, scope_rows in kept.items():
             block = self.blocks.get(key)
             if block is None:
@@ -700,6 +752,38 @@ class _VectorCache:
             span = self.spans.get(key[0])
             if span is not None and span.ann is not None:
                 span.ann.changed([row[0] for row in scope_rows])
+
+    def touch(self, rows: Sequence[tuple[int, float, int | None, int]]) -> None:
+        """Take in the rows `(rowid, importance, last_accessed_at, access_count)` that recalls'
+        bonuses changed since `accessed_seq` (those of rows not held are not needed)."""
+        if not rows:
+            return
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        numbers, slots = self.directory.locate(ids)
+        importances = np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows))
+        accessed = np.fromiter((_NOT_ACCESSED if row[2] is None else row[2] for row in rows), dtype=np.int64,
+                               count=len(rows))
+        counts = np.fromiter((row[3] for row in rows), dtype=np.int64, count=len(rows))
+        for number in np.unique(numbers[numbers >= 0]).tolist():
+            mine = numbers == number
+            self.directory.blocks[number].touch(slots[mine], importances[mine], accessed[mine], counts[mine])
+
+    def live_inputs(self, rowids: Sequence[int], now_us: int) -> LiveInputs:
+        """What the live scores of these rows are made of, where this cache holds them (`LiveInputs`)."""
+        n = len(rowids)
+        numbers, slots = self.directory.locate(np.asarray(rowids, dtype=np.int64))
+        if n and numbers[0] >= 0 and (numbers == numbers[0]).all():  # one user's scope: one block holds them all
+            return LiveInputs(*self.directory.blocks[int(numbers[0])].live_inputs(slots, now_us))
+        ages, counts, importances = np.full(n, np.nan), np.zeros(n), np.zeros(n)
+        categories: builtins.list[str | None] = [None] * n
+        for number in np.unique(numbers[numbers >= 0]).tolist():
+            at = np.flatnonzero(numbers == number)
+            block_ages, labels, block_counts, block_importances = self.directory.blocks[number].live_inputs(
+                slots[at], now_us)
+            ages[at], counts[at], importances[at] = block_ages, block_counts, block_importances
+            for i, label in zip(at.tolist(), labels):
+                categories[i] = label
+        return LiveInputs(ages, categories, counts, importances)
 
     def _forget(self, rowid: int) -> None:
         self.foreign.pop(rowid, None)
@@ -1243,12 +1327,17 @@ class SQLiteBackend(Backend):
         `seq` is read before anything else (or given by a caller that read it first): a row written
         meanwhile is read again by the next call, and taking a row in twice is harmless."""
         seq = self._seq(conn) if seq is None else seq
+        accessed_seq = int(conn.execute("SELECT value FROM meta WHERE key = 'accessed_seq'").fetchone()[0])
         cache = self._caches.get(model_id)
         if cache is None:
             foreign = dict(conn.execute("SELECT rowid, namespace FROM memories WHERE status = 'active' AND "
                                         "(vector IS NULL OR embedding_model IS NOT ?)", (model_id,)).fetchall())
-            cache = self._caches[model_id] = _VectorCache(model_id, seq, foreign)
-        elif seq != cache.seq:
+            cache = self._caches[model_id] = _VectorCache(model_id, seq, foreign, accessed_seq)
+        elif accessed_seq != cache.accessed_seq:  # read first: a row `seq` brings in below is as current
+            cache.touch(conn.execute("SELECT rowid, importance, last_accessed_at, access_count FROM memories "
+                                     "WHERE accessed_seq > ?", (cache.accessed_seq,)).fetchall())
+            cache.accessed_seq = accessed_seq
+        if seq != cache.seq:
             rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE seq > ?", (cache.seq,)).fetchall()
             deleted = [r[0] for r in conn.execute("SELECT row_id FROM tombstones WHERE seq > ?", (cache.seq,))]
             cache.apply(rows, deleted)
@@ -1292,7 +1381,8 @@ class SQLiteBackend(Backend):
                 nan = float("nan")
                 keep = request.worth_reading(
                     np.fromiter((similarities.get(rid, nan) for rid in wanted), np.float64, len(wanted)),
-                    np.fromiter((ranks.get(rid, nan) for rid in wanted), np.float64, len(wanted)))
+                    np.fromiter((ranks.get(rid, nan) for rid in wanted), np.float64, len(wanted)),
+                    None if cache is None else cache.live_inputs(wanted, now_us))
                 wanted = [rid for rid, kept in zip(wanted, keep.tolist()) if kept]
             unread = [rid for rid in wanted if rid not in found]
             if unread:
@@ -1588,11 +1678,13 @@ class SQLiteBackend(Backend):
 
     def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
         with self._write() as conn:
+            stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'accessed_seq' "
+                                     "RETURNING value").fetchone()[0])
             for namespace, bonuses, now_us in batch:
                 conn.executemany(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                    "importance = MIN(1.0, importance + ?) WHERE namespace = ? AND memory_id = ?",
-                    [(now_us, bonus, namespace, memory_id) for memory_id, bonus in bonuses],
+                    "importance = MIN(1.0, importance + ?), accessed_seq = ? WHERE namespace = ? AND memory_id = ?",
+                    [(now_us, bonus, stamp, namespace, memory_id) for memory_id, bonus in bonuses],
                 )
 
     def flush(self) -> None:

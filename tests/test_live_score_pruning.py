@@ -1,0 +1,117 @@
+"""A SQLite recall reads the rows of the candidates that can score among its best, judged by
+the live scores its vector cache knows, and ranks exactly as if it had read them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pytest
+
+import polymem
+from polymem import MemoryDraft
+from polymem._sqlite import SQLiteBackend, _VectorCache
+from polymem.testing import FakeClock
+
+DIMENSION = 32
+QUERY = np.eye(DIMENSION, dtype=np.float32)[0]
+
+
+class VectorTable:
+    """An embedder for tests that only pass precomputed vectors."""
+
+    model_id = "test/unit-vectors"
+    dimension = DIMENSION
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [QUERY.tolist() for _ in texts]
+
+
+def at_cosine(cosine: float, side: int) -> np.ndarray:
+    """A unit vector whose cosine with `QUERY` is `cosine`, leaning towards axis 1 + `side` % 15."""
+    vector = np.zeros(DIMENSION, dtype=np.float32)
+    vector[0], vector[1 + side % 15] = cosine, np.sqrt(1 - cosine**2)
+    return vector
+
+
+def ranked(mem: polymem.Memory) -> list[tuple[str, float]]:
+    return [(h.memory.memory_id, h.score) for h in mem.recall("zzz", user_id="u", top_k=10, query_vector=QUERY)]
+
+
+def candidate_rows_read(mem: polymem.Memory) -> int:
+    """How many candidate rows the next recall reads (its `rowid IN (...)` statement)."""
+    counted: list[int] = []
+    conn = cast(SQLiteBackend, mem.backend)._conn
+    conn.set_trace_callback(lambda sql: counted.append(sql.count(",") + 1)
+                            if sql.startswith("SELECT m.rowid, m.memory_id") else None)
+    try:
+        ranked(mem)
+    finally:
+        conn.set_trace_callback(None)
+    return sum(counted)
+
+
+def distractors_and_one(tmp_path: Path, **options: Any) -> tuple[polymem.Memory, str]:
+    """101 memories of one user at cosines 0.80 down to 0.70 of the query, with no importance,
+    and the id of the one at 0.75 (about the 50th by relevance), the only one leaning towards
+    its own axis (`MIDDLE`)."""
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock(), **options)
+    vectors = np.stack([at_cosine(c, i) for i, c in enumerate(np.linspace(0.80, 0.70, 101))])
+    vectors[50] = MIDDLE
+    saved = mem.save_many([MemoryDraft(f"memory {i}", importance=0.0) for i in range(101)], user_id="u",
+                          vectors=vectors)
+    return mem, saved[50].memory_id
+
+
+MIDDLE = np.zeros(DIMENSION, dtype=np.float32)
+MIDDLE[0], MIDDLE[20] = 0.75, np.sqrt(1 - 0.75**2)
+
+
+def test_a_recall_reads_only_the_rows_of_candidates_that_can_score_among_its_best(tmp_path: Path) -> None:
+    mem, _ = distractors_and_one(tmp_path)
+    ranked(mem)  # the vector cache loaded
+    assert candidate_rows_read(mem) < 50  # 101 candidates, all within reach by relevance alone
+    mem.close()
+
+
+def test_a_recall_ranks_as_if_it_had_read_every_candidate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=clock)
+    rng = np.random.default_rng(3)
+    for i in range(120):  # ages, importances, categories and access counts all differ
+        mem.save(f"memory {i}", user_id="u", importance=float(rng.uniform(0, 1)),
+                 category=["fact", "event", "task", "preference"][i % 4], vector=at_cosine(rng.uniform(0.6, 0.9), i))
+        clock.advance(hours=float(rng.uniform(0, 48)))
+    for i in range(20):
+        mem.recall("zzz", user_id="u", top_k=5, query_vector=at_cosine(0.99, i))
+    mem.close()
+    # reopened without bonuses: both rankings below see the same store
+    reopened = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=clock,
+                            scoring=polymem.ScoringPolicy(reinforce=False))
+    pruned = ranked(reopened)
+    assert candidate_rows_read(reopened) < 60
+
+    known = _VectorCache.live_inputs
+
+    def nothing_known(cache: _VectorCache, rowids: Any, now_us: int) -> Any:
+        inputs = known(cache, rowids, now_us)
+        inputs.ages[:] = np.nan
+        return inputs
+
+    monkeypatch.setattr(_VectorCache, "live_inputs", nothing_known)
+    assert candidate_rows_read(reopened) > 80
+    assert ranked(reopened) == pruned
+    reopened.close()
+
+
+def test_a_memory_another_process_reinforced_ranks_by_its_new_live_score(tmp_path: Path) -> None:
+    mem, middle = distractors_and_one(tmp_path)
+    assert middle not in [i for i, _ in ranked(mem)]
+    mem.backend.flush()
+    other = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable())
+    for _ in range(5):  # the middle memory returned first five times: +0.5 importance, 5 accesses
+        assert other.recall("zzz", user_id="u", top_k=1, query_vector=MIDDLE)[0].memory.memory_id == middle
+    other.close()
+    assert middle in [i for i, _ in ranked(mem)]
+    mem.close()

@@ -11,7 +11,7 @@ import pytest
 
 import polymem
 from polymem import MemoryDraft
-from polymem._sqlite import SQLiteBackend, _VectorCache
+from polymem._sqlite import _STAMPED_SINCE, SQLiteBackend, _VectorCache
 from polymem.testing import FakeClock
 
 DIMENSION = 32
@@ -114,4 +114,17 @@ def test_a_memory_another_process_reinforced_ranks_by_its_new_live_score(tmp_pat
         assert other.recall("zzz", user_id="u", top_k=1, query_vector=MIDDLE)[0].memory.memory_id == middle
     other.close()
     assert middle in [i for i, _ in ranked(mem)]
+    mem.close()
+
+
+def test_the_rows_stamped_since_a_count_are_read_through_its_index_however_many_were_stamped(
+        tmp_path: Path) -> None:
+    mem, _ = distractors_and_one(tmp_path)
+    for _ in range(3):  # every row stamped, three times
+        mem.recall("zzz", user_id="u", top_k=101, query_vector=QUERY, min_relevance=0)
+        mem.backend.flush()
+    conn = cast(SQLiteBackend, mem.backend)._conn
+    plan = conn.execute(f"EXPLAIN QUERY PLAN {_STAMPED_SINCE}", (2,)).fetchall()
+    assert [step[3] for step in plan] == ["SEARCH memories USING INDEX memories_accessed (accessed_seq>?)"]
+    assert len(conn.execute(_STAMPED_SINCE, (2,)).fetchall()) == 101
     mem.close()

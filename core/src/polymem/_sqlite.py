@@ -691,6 +691,11 @@ class _ScopeBlock:
         return slots, sims
 
 
+# The live-score columns of the rows recall bonuses stamped since a count (`_VectorCache.touch`), through
+# the index named, its condition spelled out as a partial index needs: once most rows were stamped,
+# SQLite's planner otherwise reads the table whole (20k rows: ~1 ms a recall).
+_STAMPED_SINCE = ("SELECT rowid, importance, last_accessed_at, access_count FROM memories INDEXED BY memories_accessed "
+                  "WHERE accessed_seq > ? AND accessed_seq > 0")
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
 # What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
@@ -1334,8 +1339,7 @@ class SQLiteBackend(Backend):
                                         "(vector IS NULL OR embedding_model IS NOT ?)", (model_id,)).fetchall())
             cache = self._caches[model_id] = _VectorCache(model_id, seq, foreign, accessed_seq)
         elif accessed_seq != cache.accessed_seq:  # read first: a row `seq` brings in below is as current
-            cache.touch(conn.execute("SELECT rowid, importance, last_accessed_at, access_count FROM memories "
-                                     "WHERE accessed_seq > ?", (cache.accessed_seq,)).fetchall())
+            cache.touch(conn.execute(_STAMPED_SINCE, (cache.accessed_seq,)).fetchall())
             cache.accessed_seq = accessed_seq
         if seq != cache.seq:
             rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE seq > ?", (cache.seq,)).fetchall()

@@ -1,5 +1,5 @@
-"""A SQLite recall reads the rows of the candidates that can score among its best, judged by
-the live scores its vector cache knows, and ranks exactly as if it had read them all."""
+"""What a SQLite recall reads: the rows of the candidates that can score among its best, judged
+by the live scores its vector cache knows, once each; it ranks exactly as if it had read them all."""
 
 from __future__ import annotations
 
@@ -127,4 +127,20 @@ def test_the_rows_stamped_since_a_count_are_read_through_its_index_however_many_
     plan = conn.execute(f"EXPLAIN QUERY PLAN {_STAMPED_SINCE}", (2,)).fetchall()
     assert [step[3] for step in plan] == ["SEARCH memories USING INDEX memories_accessed (accessed_seq>?)"]
     assert len(conn.execute(_STAMPED_SINCE, (2,)).fetchall()) == 101
+    mem.close()
+
+
+def test_a_recall_returns_the_records_of_the_rows_its_search_read_without_reading_them_again(
+        tmp_path: Path) -> None:
+    mem, _ = distractors_and_one(tmp_path, scoring=polymem.ScoringPolicy(reinforce=False))  # records stay as read
+    ranked(mem)
+    conn = cast(SQLiteBackend, mem.backend)._conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        hits = mem.recall("zzz", user_id="u", top_k=10, query_vector=QUERY)
+    finally:
+        conn.set_trace_callback(None)
+    assert not [sql for sql in statements if "memory_id IN" in sql]
+    assert [h.memory for h in hits] == [mem.get(h.memory.memory_id) for h in hits]
     mem.close()

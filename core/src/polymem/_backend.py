@@ -47,7 +47,8 @@ class Candidate:
     the fields scoring needs; the engine then fetches full records for the
     final top-k alone (decoding 200 records per recall costs more than the search).
     Such a candidate may also carry its `content`, which the calibration of text
-    matches reads (None: the engine fetches the records of those it needs).
+    matches reads (None: the engine fetches the records of those it needs), and
+    `full`, which makes its record from what the search read (None: fetched).
     Its times are microseconds since the epoch (`created_us`, `accessed_us`), as
     stores keep them: a recall scores ~200 candidates by their age (`age_seconds`)
     and orders ~30 by their `created_at`, made when first read.
@@ -63,6 +64,7 @@ class Candidate:
     accessed_us: int | None = None
     access_count: int = 0
     content: str | None = None
+    full: Callable[[], MemoryRecord] | None = field(default=None, repr=False, compare=False)
     _created: datetime | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

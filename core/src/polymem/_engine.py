@@ -769,7 +769,7 @@ class Engine:
         if when is not None:
             early |= {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
         if early:
-            records = {r.memory_id: r for r in (yield GetRecords(self.namespace, builtins.list(early)))}
+            records = yield from self._records_of(hits, early)
             texts.update((i, records[i].content if i in records else None) for i, text in texts.items() if text is None)
             hits = _with_records(hits, early, records)
         if not broad:
@@ -815,10 +815,21 @@ class Engine:
             batch, hits = hits[:count - len(out)], hits[count - len(out):]
             bare = {h.memory.memory_id for h in batch if not isinstance(h.memory, MemoryRecord)}
             if bare:
-                batch = _with_records(batch, bare, {r.memory_id: r for r in (
-                    yield GetRecords(self.namespace, builtins.list(bare)))})
+                batch = _with_records(batch, bare, (yield from self._records_of(batch, bare)))
             out += batch
         return out
+
+    def _records_of(self, hits: builtins.list[RecallHit], ids: set[str]) -> Plan:
+        """The records of the hits `ids` name (by id; a memory gone since the search left out):
+        made from what the search read where it read whole rows (`Candidate.full`), else fetched."""
+        records: dict[str, MemoryRecord] = {}
+        for hit in hits:
+            found: MemoryRecord | Candidate = hit.memory  # a bare candidate until fetched (see `rank`)
+            if isinstance(found, Candidate) and found.full is not None and found.memory_id in ids:
+                records[found.memory_id] = found.full()
+        if unread := ids - records.keys():
+            records.update((r.memory_id, r) for r in (yield GetRecords(self.namespace, builtins.list(unread))))
+        return records
 
     def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
                    names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,

@@ -11,6 +11,7 @@ per-user search only scores that user's rows.
 from __future__ import annotations
 
 import builtins
+import functools
 import hashlib
 import heapq
 import json
@@ -701,6 +702,15 @@ _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire
 # What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
 # the content the calibration of text matches reads.
 _SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
+# ... and the rest of the row, for a candidate read whole (`Candidate.full`, `_candidate_record`)
+_CANDIDATE_COLUMNS = (f"{_SCORED_COLUMNS}, m.namespace, m.user_id, m.agent_id, m.session_id, m.source, m.entities, "
+                      "m.metadata, m.updated_at, m.expire_at, m.embedding_model, m.version, m.status")
+
+
+def _candidate_record(row: Sequence[Any]) -> MemoryRecord:
+    """The record of a row of (rowid, `_CANDIDATE_COLUMNS`)."""
+    return _row_to_record((row[1], row[8], row[9], row[10], row[11], row[7], row[3], row[12], row[2], row[13],
+                           row[14], row[4], row[15], row[5], row[6], row[16], row[17], row[18], row[19]))
 
 
 class _VectorCache:
@@ -1390,12 +1400,13 @@ class SQLiteBackend(Backend):
                 wanted = [rid for rid, kept in zip(wanted, keep.tolist()) if kept]
             unread = [rid for rid in wanted if rid not in found]
             if unread:
+                # whole rows: the records of those that rank first are made from them (`Candidate.full`)
                 found.update((row[0], row) for row in conn.execute(
-                    f"SELECT m.rowid, {_SCORED_COLUMNS} FROM memories m WHERE m.rowid IN "
+                    f"SELECT m.rowid, {_CANDIDATE_COLUMNS} FROM memories m WHERE m.rowid IN "
                     f"({', '.join('?' for _ in unread)})", unread))
-        return [  # positional: ~200 candidates a recall
+        return [  # positional: ~30 candidates a recall
             Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],
-                      int(row[6]), row[7])
+                      int(row[6]), row[7], functools.partial(_candidate_record, row) if len(row) > 8 else None)
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 

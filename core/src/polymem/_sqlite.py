@@ -697,6 +697,7 @@ class _ScopeBlock:
 # SQLite's planner otherwise reads the table whole (20k rows: ~1 ms a recall).
 _STAMPED_SINCE = ("SELECT rowid, importance, last_accessed_at, access_count FROM memories INDEXED BY memories_accessed "
                   "WHERE accessed_seq > ? AND accessed_seq > 0")
+_COUNTERS = "SELECT (SELECT value FROM meta WHERE key = 'seq'), (SELECT value FROM meta WHERE key = 'accessed_seq')"
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
 # What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
@@ -1335,14 +1336,22 @@ class SQLiteBackend(Backend):
         """The change counter: every write of a memory (or its full-text row) moves it."""
         return int(conn.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
+    @staticmethod
+    def _counters(conn: sqlite3.Connection) -> tuple[int, int]:
+        """The change counter (`_seq`) and the recall bonuses' stamp (`_VectorCache.touch`), read
+        by one statement: one snapshot, and a statement fewer a recall."""
+        seq, accessed_seq = conn.execute(_COUNTERS).fetchone()
+        return int(seq), int(accessed_seq)
+
     def _cache(self, conn: sqlite3.Connection, model_id: str | None,
-               scope: tuple[str, str | None, bool] | None = None, seq: int | None = None) -> _VectorCache:
+               scope: tuple[str, str | None, bool] | None = None,
+               counters: tuple[int, int] | None = None) -> _VectorCache:
         """The vectors of `model_id`, current, with those of `scope` (namespace, user_id, all_users) read.
 
-        `seq` is read before anything else (or given by a caller that read it first): a row written
-        meanwhile is read again by the next call, and taking a row in twice is harmless."""
-        seq = self._seq(conn) if seq is None else seq
-        accessed_seq = int(conn.execute("SELECT value FROM meta WHERE key = 'accessed_seq'").fetchone()[0])
+        The counters (`_counters`) are read before anything else (or given by a caller that read
+        them first): a row written meanwhile is read again by the next call, and taking a row in
+        twice is harmless."""
+        seq, accessed_seq = self._counters(conn) if counters is None else counters
         cache = self._caches.get(model_id)
         if cache is None:
             foreign = dict(conn.execute("SELECT rowid, namespace FROM memories WHERE status = 'active' AND "
@@ -1370,12 +1379,13 @@ class SQLiteBackend(Backend):
         now_us = to_micros(request.now)
         needs_sql_scope = bool(request.filter)
         with self._read() as conn:
-            seq = self._seq(conn)  # read once: the caches below are all checked against it
+            counters = self._counters(conn)  # read once: the caches below are all checked against them
+            seq = counters[0]
             similarities: dict[int, float] = {}
             cache: _VectorCache | None = None
             if request.query_vector is not None:
                 cache = self._cache(conn, request.model_id,
-                                    (request.namespace, request.user_id, request.user_id is None), seq)
+                                    (request.namespace, request.user_id, request.user_id is None), counters)
                 allowed: np.ndarray | None = None
                 if needs_sql_scope:
                     where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import polymem
+from polymem import _sqlite
 from polymem._scan import APPROX_ROWS
 from polymem._sqlite import _RowDirectory
 from polymem.testing import FakeClock
@@ -155,6 +156,32 @@ def test_a_process_reads_each_scope_when_first_searched_and_sees_later_writes_to
     assert ids[40] not in {r.memory_id for r, _ in reader.nearest(vectors[40], user_id="b", top_k=5)}
     writer.close()
     reader.close()
+
+
+def test_a_scope_read_a_few_rows_at_a_time_finds_what_one_read_whole_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope read for the first time is taken in a chunk at a time (its rows at once doubled a
+    large store's peak memory): chunks smaller than one user's rows, and than the store's, find
+    the same memories with the same similarities as one chunk."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    writer = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(120, seed=5)
+    owners = ["a", "b", "c"] * 40
+    for i, (owner, vector) in enumerate(zip(owners, vectors)):
+        writer.save(f"memory number {i}", user_id=owner, vector=vector)
+    writer.close()
+
+    def answers() -> list[list[tuple[str, float]]]:
+        reader = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+        found = [[(record.content, round(similarity, 6)) for record, similarity in reader.nearest(v, user_id=user, top_k=5)]
+                 for v in vectors[::7] for user in ("a", None)]
+        reader.close()
+        return found
+
+    whole = answers()
+    monkeypatch.setattr(_sqlite, "LOAD_ROWS", 7)
+    assert answers() == whole
+    assert len(whole) == 36 and all(len(hits) == 5 for hits in whole)
 
 
 class SmallReach(_RowDirectory):

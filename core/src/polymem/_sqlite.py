@@ -697,6 +697,9 @@ class _ScopeBlock:
 # SQLite's planner otherwise reads the table whole (20k rows: ~1 ms a recall).
 _STAMPED_SINCE = ("SELECT rowid, importance, last_accessed_at, access_count FROM memories INDEXED BY memories_accessed "
                   "WHERE accessed_seq > ? AND accessed_seq > 0")
+# Rows of a scope read for the first time taken in at a time: the rows of all of it at once (their
+# vector blobs and Python objects) held beside the arrays made of them doubled a large store's peak.
+LOAD_ROWS = 16_384
 _COUNTERS = "SELECT (SELECT value FROM meta WHERE key = 'seq'), (SELECT value FROM meta WHERE key = 'accessed_seq')"
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
@@ -738,13 +741,15 @@ class _VectorCache:
         """Whether this scope's vectors have been read (and are kept current)."""
         return namespace in self.namespaces or (not all_users and (namespace, user_id) in self.users)
 
-    def load(self, rows: Sequence[Sequence[Any]], namespace: str, user_id: str | None, all_users: bool) -> None:
-        """Take in a scope read for the first time."""
+    def load(self, chunks: Iterable[Sequence[Sequence[Any]]], namespace: str, user_id: str | None,
+             all_users: bool) -> None:
+        """Take in a scope read for the first time, a chunk of rows at a time (`LOAD_ROWS`)."""
         if all_users:
             self.namespaces.add(namespace)
         else:
             self.users.add((namespace, user_id))
-        self.apply(rows, ())
+        for rows in chunks:
+            self.apply(rows, ())
 
     def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
         for rowid in deleted:
@@ -1369,9 +1374,9 @@ class SQLiteBackend(Backend):
             namespace, user_id, all_users = scope
             where, params = ("namespace = ?", [namespace]) if all_users else \
                 ("namespace = ? AND user_id IS ?", [namespace, user_id])
-            rows = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-                                "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id)).fetchall()
-            cache.load(rows, namespace, user_id, all_users)
+            cursor = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
+                                  "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id))
+            cache.load(iter(lambda: cursor.fetchmany(LOAD_ROWS), []), namespace, user_id, all_users)
         self.indexes.attach(conn, cache)
         return cache
 

@@ -132,6 +132,48 @@ def test_a_memory_re_embedded_after_the_build_is_found_by_its_new_vector(tmp_pat
     mem.close()
 
 
+def test_a_memory_unlike_the_others_is_proposed_by_every_search_and_by_another_process_reading_the_file(
+        tmp_path: Path) -> None:
+    """Codes trained on clustered rows describe a row far from all of them badly: it would not be
+    proposed. It is kept as an outlier, proposed by every search, in this process and in one that
+    reads the saved index."""
+    db = tmp_path / "m.db"
+    vectors = clustered(ROWS, seed=16)
+    mem, _ = filled(db, vectors)
+    scope = indexed(mem)
+    unlike = np.zeros(DIMENSION, dtype=np.float32)
+    unlike[0] = 1.0
+    odd = mem.save("a memory unlike every other", user_id="u", vector=unlike).memory_id
+    assert mem.nearest(unlike, user_id="u", top_k=1)[0][0].memory_id == odd
+    assert scope.best(scope.rows, unlike, None, scope.rows.size, 1) is not None  # answered by the index
+    assert len(scope.outliers) >= 1
+    scope.save(scope.cache.seq)  # the file holds the memory, and its outliers say so
+    mem.close()
+
+    reader = open_store(db)
+    assert reader.nearest(unlike, user_id="u", top_k=1)[0][0].memory_id == odd
+    loaded = indexed(reader)
+    assert loaded.build_seconds is None  # read from the file, not built again
+    assert loaded.best(loaded.rows, unlike, None, loaded.rows.size, 1) is not None
+    reader.close()
+
+
+def test_an_index_file_without_its_outliers_is_built_again(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    mem, _ = filled(db, clustered(ROWS, seed=17))
+    indexed(mem)
+    mem.close()
+    (saved,) = index_files(db)
+    outliers = saved.with_name(saved.stem + ".outliers.npz")
+    assert outliers.exists()
+    outliers.unlink()
+    mem = open_store(db)
+    assert indexed(mem).build_seconds is not None
+    (rebuilt,) = index_files(db)
+    assert rebuilt.with_name(rebuilt.stem + ".outliers.npz").exists()
+    mem.close()
+
+
 def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:
     vectors = clustered(ROWS, seed=15)
     mem, ids = filled(tmp_path / "m.db", vectors)
@@ -364,31 +406,36 @@ def test_an_index_saved_with_too_few_cells_is_rebuilt_with_more(tmp_path: Path,
     mem.close()
 
 
-def test_an_index_of_an_earlier_kind_is_replaced_by_one_of_rabitq_codes(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("earlier", ["scalar", "rabitq"])
+def test_an_index_of_an_earlier_kind_is_replaced_by_one_of_fast_scan_codes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: str) -> None:
     db = tmp_path / "m.db"
 
-    def scalar_quantized(vectors: np.ndarray, cells: int) -> faiss.Index:  # as versions before RaBitQ built it
+    def as_earlier_versions_built_it(vectors: np.ndarray, cells: int) -> faiss.Index:
         quantizer = faiss.IndexFlatIP(vectors.shape[1])
         quantizer.add(vectors[:cells])
-        index = faiss.IndexIVFScalarQuantizer(quantizer, vectors.shape[1], cells, faiss.ScalarQuantizer.QT_8bit,
-                                              faiss.METRIC_INNER_PRODUCT)
+        if earlier == "scalar":
+            index = faiss.IndexIVFScalarQuantizer(quantizer, vectors.shape[1], cells, faiss.ScalarQuantizer.QT_8bit,
+                                                  faiss.METRIC_INNER_PRODUCT)
+        else:
+            index = faiss.IndexIVFRaBitQ(quantizer, vectors.shape[1], cells, faiss.METRIC_INNER_PRODUCT, True, 2)
         index.train(vectors)
         index.nprobe = _ann.probes(cells)
         return index
 
     with monkeypatch.context() as older:
-        older.setattr(_ann, "_new_index", scalar_quantized)
+        older.setattr(_ann, "_new_index", as_earlier_versions_built_it)
+        older.setattr(_ann.ScopeIndex, "_outliers", lambda *_: (float("inf"), np.zeros(0, dtype=np.int64)))
         mem, _ = filled(db, clustered(ROWS, seed=14))
         indexed(mem)
         mem.close()
     (saved,) = index_files(db)
-    assert isinstance(faiss.read_index(str(saved)), faiss.IndexIVFScalarQuantizer)
+    assert not isinstance(faiss.read_index(str(saved)), faiss.IndexIVFPQFastScan)
     mem = open_store(db)
     indexed(mem)
     (rebuilt,) = index_files(db)  # the same name: the older file is not left behind
     assert rebuilt.name == saved.name
     index = faiss.read_index(str(rebuilt))
-    assert isinstance(index, faiss.IndexIVFRaBitQ) and index.rabitq.nb_bits == _ann.CODE_BITS
+    assert isinstance(index, faiss.IndexIVFPQFastScan) and index.pq.M == _ann.code_count(index.d)
     assert index.ntotal == ROWS
     mem.close()

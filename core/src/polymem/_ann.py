@@ -1,9 +1,13 @@
 """Approximate vector search for large scopes: an inverted-file index per scope, kept beside the SQLite file.
 
 A scope (one user's memories in one namespace, for one embedding model) of `ANN_ROWS` vectors or
-more is searched through a faiss inverted file of RaBitQ codes (`IndexIVFRaBitQ`, `CODE_BITS` bits a
-dimension) instead of a scan of every row: the rows are split into about 2·√n k-means cells (trained on a random sample)
-and a query reads the `PROBES` cells nearest to it. The index only proposes rows: each proposal is mapped back to the
+more is searched through a faiss inverted file of fast-scan product-quantizer codes
+(`IndexIVFPQFastScan`, 4 bits for every `SUB_DIMENSIONS` dimensions) instead of a scan of every
+row: the rows are split into about 2·√n k-means cells (trained on a random sample) and a query
+reads the `PROBES` cells nearest to it. Codes trained on some rows may describe a row unlike them
+badly (a memory on a new subject, saved after the build), and the index would then not propose
+it: every row whose code lost more than any of a random sample of the rows' codes did (`outliers`)
+is proposed by every search. The index only proposes rows: each proposal is mapped back to the
 scope's live rows (a deleted, moved, expired or filtered-out row is dropped) and measured exactly
 against the process's float32 copy, so every similarity returned is exact and only the choice of
 rows is approximate. When too few proposals survive the filters, the caller scans exactly.
@@ -44,31 +48,33 @@ if TYPE_CHECKING:
 # A scope this large takes about a millisecond to scan exactly (int8 shortlist at 100k rows
 # ~2.2 ms on this machine unloaded): above it, the index answers.
 ANN_ROWS = 50_000
-# Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py <rows>
-# polymem:<probes>` (bench/RESULTS.md, 2026-12-03, one core, load 0.5-0.7) on bench_alternatives'
-# embeddings, as the share of the exact top 10 in the index's top 10 / top 100: 100k rows, 632
-# cells, 8 / 16 / 24 / 32 cells read: 0.84 / 0.90 / 0.94 / 0.97 (0.99 in the top 100); 1M rows,
-# 2,000 cells, 16 / 24 / 32 / 48: 0.90 / 0.94 / 0.96 / 0.98 (0.98 at 32 in the top 100). More
-# cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same 1M
-# rows in 516 cells took 4.3 ms for 32 of them. (Those figures are of 8-bit codes; see `CODE_BITS`.)
-PROBES = 32
-# Proposals measured exactly beyond 1.25 x those wanted. RaBitQ's 2-bit codes order a query's
-# near neighbours coarsely: at 1M rows, 32 of 2,000 cells, the exact top 10 is 0.52 / 0.88 / 0.955
-# / 0.972 / 0.976 of the index's top 10 / 44 / 100 / 157 / 253 (8-bit codes: 0.96, then 0.977 from
-# the top 44), so a search of 10 reads 140 proposals and a recall's 100 candidates 253.
+# Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py`
+# (bench/RESULTS.md, 2026-12-03, one core, load 0.6-0.9) on bench_alternatives' embeddings, as the
+# share of the exact top 10 in the index's top 253 (see `FETCH_MARGIN`): 100k rows, 632 cells,
+# 32 / 48 cells read: 0.995 / 0.999 in 0.095 / 0.123 ms; 1M rows, 2,000 cells, 32 / 40 / 48 / 64:
+# 0.945 / 0.957 / 0.962 / 0.965 in 0.29 / 0.31 / 0.34 / 0.39 ms (scratch runs of the same
+# measurement). More cells of fewer rows keep a query's neighbours in as few cells as the index
+# grows: the same 1M rows in 516 cells took 4.3 ms for 32 of them (8-bit codes).
+PROBES = 48
+# Proposals measured exactly beyond 1.25 x those wanted: the codes order a query's near
+# neighbours coarsely, so a search of 10 reads 140 proposals and a recall's 100 candidates 253
+# (at 1M rows, 48 of 2,000 cells, the index's top 400 held 0.981 of the exact top 10).
 FETCH_MARGIN = 128
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
 GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cells were trained on
+OUTLIER_SHARE = 0.01  # rebuild (retrain the codes) once this share of the rows is badly described (`outliers`)
 SAVE_AFTER = 0.01  # on close, save again if this share of the rows changed since the file
 TRAINING_ROWS = 65_536  # the cells are trained on a random sample of at most this many rows
 _CHUNK = 50_000
-# RaBitQ bits a dimension. At 1M rows (32 of 2,000 cells read, one core), the index's top 253
-# held 0.825 / 0.976 / 0.977 of the exact top 10 with 1 / 2 / 3 bits in 0.82 / 1.04 / 4.19 ms,
-# 8-bit scalar codes 0.977 in 1.68 ms; 2 bits build in 43 s where 8-bit codes take 14 s.
-CODE_BITS = 2
-QUERY_BITS = 4  # bits the query is quantized to against the codes (faiss 1.14 default; 1.13 defaults to a
-# float query, 0, which took 13.4 ms against 0.28 ms at 100k for the same found)
+# The codes: product quantization, a 4-bit code (16 centroids) for every `SUB_DIMENSIONS`
+# dimensions of a row's difference from its cell's centre, laid out for faiss's fast scan
+# (`IndexIVFPQFastScan`: the codes of 32 rows compared at once against a table of the query's
+# products, in SIMD registers). At 1M rows (one core, 2,000 cells) the index's top 253 held 0.962
+# of the exact top 10 with 48 cells read in 0.34 ms, where the 2-bit RaBitQ codes of the version
+# before (`IndexIVFRaBitQ`, 32 cells) held 0.976 in 0.72 ms and built in 36 s against 16 s; at
+# 100k, 0.999 in 0.12 ms against 0.986 in 0.24 ms.
+SUB_DIMENSIONS = 2
 # Part of every index file's name: an older kind of index under the same name is found by `load`,
 # deleted and rebuilt, where a new name would leave the old file in the folder for good.
 _FILE_NAMESPACE = "ivfsq8-v1"
@@ -107,15 +113,31 @@ def cell_count(rows: int) -> int:
     return max(16, min(int(2 * np.sqrt(rows)), min(rows, TRAINING_ROWS) // 32))
 
 
+def code_count(dimension: int) -> int:
+    """Product-quantizer codes a vector of `dimension` dimensions is stored as (`SUB_DIMENSIONS`)."""
+    return dimension // SUB_DIMENSIONS if dimension % SUB_DIMENSIONS == 0 else dimension
+
+
 def _new_index(vectors: np.ndarray, cells: int) -> Any:
-    """An empty inverted file of `cells` cells of RaBitQ codes, whose cells are trained on `vectors`."""
+    """An empty inverted file of `cells` cells of fast-scan product-quantizer codes, whose cells
+    and codes are trained on `vectors`."""
     import faiss
 
-    index = faiss.IndexIVFRaBitQ(trained_cells(vectors, cells), vectors.shape[1], cells,
-                                 faiss.METRIC_INNER_PRODUCT, True, CODE_BITS)
+    dimension = vectors.shape[1]
+    index = faiss.IndexIVFPQFastScan(trained_cells(vectors, cells), dimension, cells, code_count(dimension), 4,
+                                     faiss.METRIC_INNER_PRODUCT)
     index.train(vectors)
     _tune(index)
     return index
+
+
+def code_losses(index: Any, vectors: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """How far each row's code is from the row: the length of what the product quantizer loses of
+    its difference from its cell's centre (`cells`). A query's product with the row is estimated
+    off by at most that much (times the query's length)."""
+    residuals = vectors - index.quantizer.reconstruct_batch(cells)
+    lost = residuals - index.pq.decode(index.pq.compute_codes(np.ascontiguousarray(residuals)))
+    return np.asarray(np.linalg.norm(lost, axis=1), dtype=np.float32)
 
 
 def trained_cells(vectors: np.ndarray, cells: int) -> Any:
@@ -132,19 +154,17 @@ def trained_cells(vectors: np.ndarray, cells: int) -> Any:
 
 
 def _tune(index: Any) -> None:
-    """Set how `index` is searched (not all of it is kept in its file)."""
+    """Set how `index` is searched (not kept in its file)."""
     index.nprobe = probes(index.nlist)
-    index.qb = QUERY_BITS
 
 
 def _is_current(index: Any, dimension: int) -> bool:
     """Whether a read index is of the kind and shape this version builds."""
     import faiss
 
-    if not isinstance(index, faiss.IndexIVFRaBitQ):
-        return False
-    bits = getattr(index.rabitq, "nb_bits", None)  # not in faiss's type stubs (added with multi-bit codes)
-    return index.d == dimension and bits == CODE_BITS and index.metric_type == faiss.METRIC_INNER_PRODUCT
+    return (isinstance(index, faiss.IndexIVFPQFastScan) and index.d == dimension
+            and code_count(dimension) == index.pq.M and index.pq.nbits == 4
+            and index.metric_type == faiss.METRIC_INNER_PRODUCT)
 
 
 def _training_sample(parts: list[_ScopeBlock], n: int) -> np.ndarray:
@@ -176,6 +196,9 @@ class ScopeIndex:
         self.noted_while_building: set[int] = set()
         self.saved_seq = -1
         self.changed_since_save = 0
+        # rows whose code lost more than any of a random sample's (`code_losses`): proposed by every search
+        self.loss_limit = float("inf")
+        self.outliers = np.zeros(0, dtype=np.int64)
         self.build_seconds: float | None = None
         self.builder: threading.Thread | None = None
         self.mutex = threading.Lock()  # faiss index: adds, searches and writes one at a time
@@ -205,7 +228,7 @@ class ScopeIndex:
         with self.mutex:
             _, labels = self.index.search(np.ascontiguousarray(query[None, :], dtype=np.float32),
                                           min(fetch, self.held))
-        out: np.ndarray = labels[0]
+        out: np.ndarray = np.concatenate([labels[0], self.outliers]) if len(self.outliers) else labels[0]
         return out
 
     def best(self, block: _ScopeBlock, query: np.ndarray, mask: np.ndarray | None, kept: int,
@@ -245,13 +268,19 @@ class ScopeIndex:
         ids, vectors = self.rows.vectors_of(self.pending)
         self.pending.clear()
         if len(ids):
+            vectors = np.ascontiguousarray(vectors)
             with self.mutex:
-                self.index.add_with_ids(np.ascontiguousarray(vectors), ids)
+                self.index.add_with_ids(vectors, ids)
+                cells = self.index.quantizer.assign(vectors, 1).ravel()
+                losses = code_losses(self.index, vectors, cells)
             self.held += len(ids)
+            if (lost := losses > self.loss_limit).any():
+                self.outliers = np.union1d(self.outliers, ids[lost])
 
     def _maybe_rebuild(self) -> None:
         if self.builder is None and (self.dead > DEAD_SHARE * self.held
-                                     or self.rows.size > GROWTH * self.trained_rows):
+                                     or self.rows.size > GROWTH * self.trained_rows
+                                     or len(self.outliers) > OUTLIER_SHARE * self.held):
             self.start_build()
 
     # -- building, loading, saving ------------------------------------------------------------
@@ -289,6 +318,7 @@ class ScopeIndex:
                     added.append(ids)
                     start += len(ids)
             held = np.concatenate(added) if added else np.zeros(0, dtype=np.int64)
+            loss_limit, outliers = self._outliers(index, parts, n)
             with lock:
                 # rows a delete moved into a slot already read, rows of blocks begun since, rows changed meanwhile
                 live = rows.live_ids()
@@ -296,12 +326,42 @@ class ScopeIndex:
                 with self.mutex:
                     self.index = index
                 self.held, self.dead, self.trained_rows = len(held), 0, n
+                self.loss_limit, self.outliers = loss_limit, outliers
                 self._catch_up()
                 seq = self.cache.seq
             self.build_seconds = time.perf_counter() - started
             self.save(seq)
         finally:
             self.builder = None
+
+    def _outliers(self, index: Any, parts: list[_ScopeBlock], n: int) -> tuple[float, np.ndarray]:
+        """The loss limit of a new index (the largest of a random sample's code losses) and the
+        rows it holds whose codes lost more (built in the background: reads the blocks in chunks
+        under the store's lock, as the build does)."""
+        ids, cells = _cells(index)
+        order = np.argsort(ids)
+        ids, cells = ids[order], cells[order]
+        found_ids, found_losses = [], []
+        for block in parts:
+            start = 0
+            while True:
+                with self.owner.lock:
+                    if self.owner.closed or start >= block.size:
+                        break
+                    rowids = block.rowids[start:min(block.size, start + _CHUNK)].copy()
+                    vectors = np.ascontiguousarray(block.matrix[start:start + len(rowids)])
+                start += len(rowids)
+                at = np.minimum(np.searchsorted(ids, rowids), len(ids) - 1)
+                indexed = ids[at] == rowids  # a row moved or written since it was added waits in `pending`
+                if indexed.any():
+                    found_ids.append(rowids[indexed])
+                    found_losses.append(code_losses(index, vectors[indexed], cells[at[indexed]]))
+        if not found_ids:
+            return float("inf"), np.zeros(0, dtype=np.int64)
+        rowids, losses = np.concatenate(found_ids), np.concatenate(found_losses)
+        sample = np.random.default_rng(n).choice(len(losses), min(len(losses), TRAINING_ROWS), replace=False)
+        limit = float(losses[sample].max())
+        return limit, np.sort(rowids[losses > limit])
 
     def load(self, conn: sqlite3.Connection, model_id: str | None) -> bool:
         """Take in the newest saved index of this scope, brought up to date; False when there is
@@ -315,9 +375,12 @@ class ScopeIndex:
                     raise ValueError("another kind of index")
                 if 2 * index.nlist < cell_count(index.ntotal):  # cells of an older version: too few to probe 32
                     raise ValueError("an index of too few cells")
-            except (RuntimeError, ValueError, OSError):
-                with contextlib.suppress(OSError):
-                    path.unlink()
+                with np.load(_outliers_file(path)) as saved:
+                    loss_limit, outliers = float(saved["loss_limit"]), saved["outliers"].astype(np.int64)
+            except (RuntimeError, ValueError, OSError, KeyError):
+                for stale in (path, _outliers_file(path)):
+                    with contextlib.suppress(OSError):
+                        stale.unlink()
                 continue
             _tune(index)
             ids = _ids(index)
@@ -330,6 +393,7 @@ class ScopeIndex:
             self.pending.update(live[~present].tolist())
             self.pending.update(changed)
             self.index, self.held = index, len(ids)
+            self.loss_limit, self.outliers = loss_limit, outliers
             self.dead = int(np.count_nonzero(~np.isin(ids, live))) + len(changed)
             self.trained_rows = len(ids)
             self.saved_seq = seq
@@ -348,22 +412,37 @@ class ScopeIndex:
             temporary = folder / f".{self.key}-{seq}.{os.getpid()}.{threading.get_ident()}.tmp"
             with self.mutex:
                 faiss.write_index(self.index, str(temporary))
+                with open(temporary.with_suffix(".npz"), "wb") as out:
+                    np.savez(out, loss_limit=self.loss_limit, outliers=self.outliers)
+            os.replace(temporary.with_suffix(".npz"), _outliers_file(final))  # first: a file found has its outliers
             os.replace(temporary, final)
             self.saved_seq, self.changed_since_save = seq, 0
             for older, older_seq in self.owner.files(self.key):
                 if older_seq < seq:
-                    with contextlib.suppress(OSError):
-                        older.unlink()
+                    for stale in (older, _outliers_file(older)):
+                        with contextlib.suppress(OSError):
+                            stale.unlink()
+
+
+def _outliers_file(index_file: Path) -> Path:
+    """Where the outliers (`ScopeIndex.outliers`) of an index file are kept."""
+    return index_file.with_name(index_file.stem + ".outliers.npz")
+
+
+def _cells(index: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every id an inverted file holds, and the cell holding it."""
+    import faiss
+
+    invlists = index.invlists
+    ids = [faiss.rev_swig_ptr(invlists.get_ids(c), invlists.list_size(c)).copy()
+           for c in range(index.nlist)]
+    cells = np.repeat(np.arange(index.nlist, dtype=np.int64), [len(part) for part in ids])
+    return (np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)), cells
 
 
 def _ids(index: Any) -> np.ndarray:
     """Every id an inverted file holds."""
-    import faiss
-
-    invlists = index.invlists
-    parts = [faiss.rev_swig_ptr(invlists.get_ids(c), invlists.list_size(c)).copy()
-             for c in range(index.nlist) if invlists.list_size(c)]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return _cells(index)[0]
 
 
 class Span:

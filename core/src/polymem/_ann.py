@@ -48,17 +48,16 @@ if TYPE_CHECKING:
 # A scope this large takes about a millisecond to scan exactly (int8 shortlist at 100k rows
 # ~2.2 ms on this machine unloaded): above it, the index answers.
 ANN_ROWS = 50_000
-# Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py`
-# (bench/RESULTS.md, 2026-12-03, one core, load 0.6-0.9) on bench_alternatives' embeddings, as the
-# share of the exact top 10 in the index's top 253 (see `FETCH_MARGIN`): 100k rows, 632 cells,
-# 32 / 48 cells read: 0.995 / 0.999 in 0.095 / 0.123 ms; 1M rows, 2,000 cells, 32 / 40 / 48 / 64:
-# 0.945 / 0.957 / 0.962 / 0.965 in 0.29 / 0.31 / 0.34 / 0.39 ms (scratch runs of the same
-# measurement). More cells of fewer rows keep a query's neighbours in as few cells as the index
-# grows: the same 1M rows in 516 cells took 4.3 ms for 32 of them (8-bit codes).
-PROBES = 48
-# Proposals measured exactly beyond 1.25 x those wanted: the codes order a query's near
-# neighbours coarsely, so a search of 10 reads 140 proposals and a recall's 100 candidates 253
-# (at 1M rows, 48 of 2,000 cells, the index's top 400 held 0.981 of the exact top 10).
+# Cells read per query, whatever the index's size. Measured with `bench_ann_candidates.py` and
+# scratch runs of the same measurement (bench/RESULTS.md, 2026-12-03, one core, load 0.6-1.9) on
+# bench_alternatives' embeddings, as the share of the exact top 10 in the index's top 140 (a
+# search of 10, see `FETCH_MARGIN`): 1M rows, 2,000 cells, 32 / 40 / 48 cells read: 0.977 / 0.991 /
+# 0.997 in 0.43 / 0.46 / 0.55 ms; 100k rows, 632 cells, 32 read: 0.996 in 0.14 ms (top 100).
+# More cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same
+# 1M rows in 516 cells took 4.3 ms for 32 of them (8-bit codes).
+PROBES = 40
+# Proposals measured exactly beyond 1.25 x those wanted: compressed codes order a query's near
+# neighbours coarsely, so a search of 10 reads 140 proposals and a recall's 100 candidates 253.
 FETCH_MARGIN = 128
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
@@ -70,11 +69,12 @@ _CHUNK = 50_000
 # The codes: product quantization, a 4-bit code (16 centroids) for every `SUB_DIMENSIONS`
 # dimensions of a row's difference from its cell's centre, laid out for faiss's fast scan
 # (`IndexIVFPQFastScan`: the codes of 32 rows compared at once against a table of the query's
-# products, in SIMD registers). At 1M rows (one core, 2,000 cells) the index's top 253 held 0.962
-# of the exact top 10 with 48 cells read in 0.34 ms, where the 2-bit RaBitQ codes of the version
-# before (`IndexIVFRaBitQ`, 32 cells) held 0.976 in 0.72 ms and built in 36 s against 16 s; at
-# 100k, 0.999 in 0.12 ms against 0.986 in 0.24 ms.
-SUB_DIMENSIONS = 2
+# products, in SIMD registers). At 1M rows (one core, 2,000 cells, a search of 10), a code a
+# dimension found 0.991 of the exact top 10 with 40 cells read in 0.46 ms; a code for 2 dimensions
+# 0.922 with 48 read in 0.36 ms (it orders near neighbours more coarsely: 0.981 took the top 400);
+# the 2-bit RaBitQ codes of the version before (`IndexIVFRaBitQ`) about 0.965 with 32 read in 0.72
+# ms. Builds take 32 s (16 s with a code for 2 dimensions, 36-43 s for RaBitQ's).
+SUB_DIMENSIONS = 1
 # Part of every index file's name: an older kind of index under the same name is found by `load`,
 # deleted and rebuilt, where a new name would leave the old file in the folder for good.
 _FILE_NAMESPACE = "ivfsq8-v1"

@@ -158,30 +158,28 @@ def test_a_process_reads_each_scope_when_first_searched_and_sees_later_writes_to
     reader.close()
 
 
-def test_a_scope_read_a_few_rows_at_a_time_finds_what_one_read_whole_finds(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scope read for the first time is taken in a chunk at a time (its rows at once doubled a
-    large store's peak memory): chunks smaller than one user's rows, and than the store's, find
-    the same memories with the same similarities as one chunk."""
+def test_a_scope_larger_than_one_read_finds_what_a_small_one_finds(tmp_path: Path) -> None:
+    """A scope read for the first time is taken in chunks of `LOAD_ROWS` (its rows at once doubled a
+    large store's peak memory): a user whose rows span several chunks, in a store whose every-user
+    read spans more, finds each memory by its own vector, with its exact similarity."""
     url = f"sqlite:///{tmp_path / 'm.db'}"
     writer = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
-    vectors = unit_vectors(120, seed=5)
-    owners = ["a", "b", "c"] * 40
-    for i, (owner, vector) in enumerate(zip(owners, vectors)):
-        writer.save(f"memory number {i}", user_id=owner, vector=vector)
+    size = 2 * _sqlite.LOAD_ROWS + 500
+    vectors = unit_vectors(size, seed=5)
+    owners = ["a", "b"]
+    for owner in owners:
+        mine = vectors[owners.index(owner)::2]
+        writer.save_many([polymem.MemoryDraft(f"memory {owner} {i}") for i in range(len(mine))], user_id=owner,
+                         vectors=mine)
     writer.close()
-
-    def answers() -> list[list[tuple[str, float]]]:
-        reader = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
-        found = [[(record.content, round(similarity, 6)) for record, similarity in reader.nearest(v, user_id=user, top_k=5)]
-                 for v in vectors[::7] for user in ("a", None)]
-        reader.close()
-        return found
-
-    whole = answers()
-    monkeypatch.setattr(_sqlite, "LOAD_ROWS", 7)
-    assert answers() == whole
-    assert len(whole) == 36 and all(len(hits) == 5 for hits in whole)
+    reader = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+    for i in range(0, size, 997):
+        owner = owners[i % 2]
+        for user in (owner, None):
+            record, similarity = reader.nearest(vectors[i], user_id=user, top_k=1)[0]
+            assert record.content == f"memory {owner} {i // 2}"
+            assert similarity == pytest.approx(1.0, abs=1e-5)
+    reader.close()
 
 
 class SmallReach(_RowDirectory):

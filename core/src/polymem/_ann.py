@@ -341,6 +341,8 @@ class ScopeIndex:
         rows it holds whose codes lost more (built in the background: reads the blocks in chunks
         under the store's lock, as the build does)."""
         ids, cells = _cells(index)
+        if not len(ids):
+            return float("inf"), np.zeros(0, dtype=np.int64)
         order = np.argsort(ids)
         ids, cells = ids[order], cells[order]
         found_ids, found_losses = [], []

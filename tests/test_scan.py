@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polymem._scan import PARALLEL_ROWS, bounds, products, quantize, shortlist
+from polymem._scan import PARALLEL_ROWS, ROW_BY_ROW, bounds, products, quantize, shortlist
 
 
 def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
@@ -26,6 +26,16 @@ def test_the_bounds_hold_every_exact_product(rows: int) -> None:
     exact = products(matrix, query)
     assert (lower <= exact).all() and (exact <= upper).all()
     assert (upper - lower).max() < 0.05  # tight enough to shortlist
+
+
+def test_the_products_of_a_few_rows_are_each_rows_own_product_to_the_last_bit() -> None:
+    matrix, query = unit_rows(ROW_BY_ROW, 384, seed=5), unit_rows(1, 384, seed=6)[0]
+    assert products(matrix, query).tolist() == [row @ query for row in matrix]
+
+
+def test_the_products_of_many_rows_are_the_matrix_product() -> None:
+    matrix, query = unit_rows(ROW_BY_ROW + 1, 384, seed=5), unit_rows(1, 384, seed=6)[0]
+    assert np.allclose(products(matrix, query), matrix @ query, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", ["same-signs", "large-norms", "one-spike", "query-along-a-row", "zero-rows"])

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ._scan import products
+
 if TYPE_CHECKING:
     from ._sqlite import _ScopeBlock, _VectorCache
 
@@ -251,8 +253,7 @@ class ScopeIndex:
             slots = slots[mask[slots]]
         if len(slots) < wanted:
             return None
-        # a few hundred rows: one small product (`_scan.products`' thread-limit context costs more)
-        sims = block.matrix[slots] @ np.asarray(query, dtype=np.float32)
+        sims = products(block.matrix[slots], query)
         if len(sims) > limit:
             top = np.argpartition(-sims, limit)[:limit]
             slots, sims = slots[top], sims[top]
@@ -511,7 +512,7 @@ class Span:
                 ids.append(rowid)
         if len(ids) < limit:
             return None
-        sims = rows[:len(ids)] @ np.asarray(query, dtype=np.float32)
+        sims = products(rows[:len(ids)], query)
         top = np.argpartition(-sims, limit - 1)[:limit] if len(sims) > limit else np.arange(len(sims))
         top = top[np.argsort(-sims[top])]
         return np.asarray(ids, dtype=np.int64)[top], sims[top]

@@ -54,7 +54,7 @@ from ._errors import (
 )
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
-from ._scan import APPROX_ROWS, bounds, products, quantize, shortlist
+from ._scan import APPROX_ROWS, bounds, products, quantize, row_products, shortlist
 from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._text import analyzer_id, check_language, language_of, terms
 from ._time import to_iso
@@ -1428,10 +1428,8 @@ class SQLiteBackend(Backend):
     @staticmethod
     def _cosines(cache: _VectorCache, rowids: Sequence[int], query: np.ndarray) -> dict[int, float]:
         """The products with `query` of the rows among `rowids` that have a vector (full-text
-        candidates the vector search did not find), one batched product per scope: each row's
-        (1 x d by d x 1) is multiplied by numpy's dot kernel as `row @ query` is, to the last bit.
-        A row of 1 x d by the d x n matrix would use BLAS's matrix kernel, whose sums may round
-        otherwise; a memory's similarity must not depend on how it was found."""
+        candidates the vector search did not find), one `row_products` per scope: a memory's
+        similarity must not depend on how it was found."""
         if not rowids:
             return {}
         ids = np.asarray(rowids, dtype=np.int64)
@@ -1440,7 +1438,7 @@ class SQLiteBackend(Backend):
         for number in np.unique(numbers[numbers >= 0]).tolist():
             of_block = numbers == number
             rows = cache.directory.blocks[number].matrix[slots[of_block]]
-            out.update(zip(ids[of_block].tolist(), np.matmul(rows[:, None, :], query[:, None])[:, 0, 0].tolist()))
+            out.update(zip(ids[of_block].tolist(), row_products(rows, query).tolist()))
         return out
 
     @staticmethod

@@ -174,6 +174,31 @@ def test_an_index_file_without_its_outliers_is_built_again(tmp_path: Path) -> No
     mem.close()
 
 
+def test_an_index_file_beside_the_outliers_of_another_build_is_built_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes saving one scope at once can leave one's index file beside the other's
+    outliers; built from rows in another order, their cells and codes differ. Such a pair is not read."""
+    db = tmp_path / "m.db"
+    mem, _ = filled(db, clustered(ROWS, seed=18))
+    indexed(mem)
+    mem.close()
+    (saved,) = index_files(db)
+    first_build = saved.read_bytes()
+    saved.unlink()
+    sample = _ann._training_sample
+    with monkeypatch.context() as other_order:  # another process holds the rows in another order
+        other_order.setattr(_ann, "_training_sample", lambda parts, n: sample(parts, n)[::-1][::2])
+        mem = open_store(db)
+        assert indexed(mem).build_seconds is not None
+        mem.close()
+    (second,) = index_files(db)
+    assert second.name == saved.name  # the same scope at the same change count
+    second.write_bytes(first_build)  # the first build's index beside the second's outliers
+    mem = open_store(db)
+    assert indexed(mem).build_seconds is not None
+    mem.close()
+
+
 def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:
     vectors = clustered(ROWS, seed=15)
     mem, ids = filled(tmp_path / "m.db", vectors)

@@ -25,7 +25,9 @@ already a dependency (consolidation uses the same index kind). See bench/RESULTS
 Persistence: `<file>.ann/<scope key>-<seq>.faiss`, written to a temporary name then renamed; `seq`
 is the store's change counter the file reflects. A process that opens it adds the rows written
 since (by any process) and the rows it lacks; rows deleted since are dropped by the mapping above.
-A missing or unreadable file is rebuilt in a background thread while searches stay exact.
+A missing or unreadable file is rebuilt in a background thread while searches stay exact. Beside
+it, `<scope key>-<seq>.outliers.npz` keeps the rows its codes describe worst (see `ScopeIndex`)
+and a fingerprint of the index they were found in: a pair that does not match is rebuilt too.
 """
 
 from __future__ import annotations
@@ -380,15 +382,17 @@ class ScopeIndex:
                     raise ValueError("another kind of index")
                 if 2 * index.nlist < cell_count(index.ntotal):  # cells of an older version: too few to probe 32
                     raise ValueError("an index of too few cells")
+                ids = _ids(index)
                 with np.load(_outliers_file(path)) as saved:
                     loss_limit, outliers = float(saved["loss_limit"]), saved["outliers"].astype(np.int64)
+                    if str(saved["fingerprint"]) != _fingerprint(index, ids):
+                        raise ValueError("the outliers of another build")
             except (RuntimeError, ValueError, OSError, KeyError):
                 for stale in (path, _outliers_file(path)):
                     with contextlib.suppress(OSError):
                         stale.unlink()
                 continue
             _tune(index)
-            ids = _ids(index)
             live = self.rows.live_ids()
             present = np.isin(live, ids)
             where, params = self.rows.scope_sql()
@@ -418,7 +422,8 @@ class ScopeIndex:
             with self.mutex:
                 faiss.write_index(self.index, str(temporary))
                 with open(temporary.with_suffix(".npz"), "wb") as out:
-                    np.savez(out, loss_limit=self.loss_limit, outliers=self.outliers)
+                    np.savez(out, loss_limit=self.loss_limit, outliers=self.outliers,
+                             fingerprint=_fingerprint(self.index, _ids(self.index)))
             os.replace(temporary.with_suffix(".npz"), _outliers_file(final))  # first: a file found has its outliers
             os.replace(temporary, final)
             self.saved_seq, self.changed_since_save = seq, 0
@@ -432,6 +437,16 @@ class ScopeIndex:
 def _outliers_file(index_file: Path) -> Path:
     """Where the outliers (`ScopeIndex.outliers`) of an index file are kept."""
     return index_file.with_name(index_file.stem + ".outliers.npz")
+
+
+def _fingerprint(index: Any, ids: np.ndarray) -> str:
+    """What ties an outliers file to the index it was computed for: the rows the index holds and
+    the cells it was trained with. Two processes saving one scope at once can each rename its
+    own pair into place, leaving one's index beside the other's outliers; built from rows in
+    another order, their cells and codes differ, and so do the rows whose codes lose most."""
+    digest = hashlib.sha256(np.sort(ids).tobytes())
+    digest.update(np.ascontiguousarray(index.quantizer.reconstruct_n(0, index.nlist)).tobytes())  # the cells' centres
+    return digest.hexdigest()
 
 
 def _cells(index: Any) -> tuple[np.ndarray, np.ndarray]:

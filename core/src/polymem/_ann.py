@@ -58,8 +58,11 @@ ANN_ROWS = 50_000
 # search of 10, see `FETCH_MARGIN`): 1M rows, 2,000 cells, 32 / 40 / 48 cells read: 0.977 / 0.991 /
 # 0.997 in 0.43 / 0.46 / 0.55 ms; 100k rows, 632 cells, 32 read: 0.996 in 0.14 ms (top 100).
 # More cells of fewer rows keep a query's neighbours in as few cells as the index grows: the same
-# 1M rows in 516 cells took 4.3 ms for 32 of them (8-bit codes).
-PROBES = 40
+# 1M rows in 516 cells took 4.3 ms for 32 of them (8-bit codes). Measured again 2026-12-04 (load
+# 0.7-1.0): 1M rows, 32 / 40 read: 0.987 / 0.989 in 0.43 / 0.60 ms; 100k rows (top 100): 0.987 /
+# 0.995 in 0.13 / 0.15 ms; a recall over every user of the 1M, alternated processes: 2.27-2.37 /
+# 2.48-2.60 ms p50. 32: the exact top 10 found well above 0.95, in three quarters of the time.
+PROBES = 32
 # Proposals measured exactly beyond 1.25 x those wanted: compressed codes order a query's near
 # neighbours coarsely, so a search of 10 reads 140 proposals and a recall's 100 candidates 253.
 FETCH_MARGIN = 128
@@ -74,7 +77,7 @@ _CHUNK = 50_000
 # difference from its cell's centre, laid out for faiss's fast scan (`IndexIVFPQFastScan`: the
 # codes of 32 rows compared at once against a table of the query's products, in SIMD registers).
 # At 1M rows (one core, 2,000 cells, a search of 10) they found 0.991 of the exact top 10 with 40
-# cells read in 0.46 ms; a code for every 2 dimensions 0.922 with 48 read in 0.36 ms (it orders
+# cells read in 0.46 ms (see `PROBES` for 32); a code for every 2 dimensions 0.922 with 48 read in 0.36 ms (it orders
 # near neighbours more coarsely: 0.981 took the top 400); the 2-bit RaBitQ codes of the version
 # before (`IndexIVFRaBitQ`) about 0.965 with 32 read in 0.72 ms. 192 bytes a 384-dimension row.
 # Part of every index file's name: an older kind of index under the same name is found by `load`,

@@ -199,6 +199,22 @@ def test_an_index_file_beside_the_outliers_of_another_build_is_built_again(
     mem.close()
 
 
+def test_an_outliers_file_saved_before_fingerprints_is_read(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    mem, _ = filled(db, clustered(ROWS, seed=19))
+    indexed(mem)
+    mem.close()
+    (saved,) = index_files(db)
+    outliers = saved.with_name(saved.stem + ".outliers.npz")
+    with np.load(outliers) as kept:
+        loss_limit, rows = kept["loss_limit"], kept["outliers"]
+    with open(outliers, "wb") as out:
+        np.savez(out, loss_limit=loss_limit, outliers=rows)
+    mem = open_store(db)
+    assert indexed(mem).build_seconds is None
+    mem.close()
+
+
 def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:
     vectors = clustered(ROWS, seed=15)
     mem, ids = filled(tmp_path / "m.db", vectors)

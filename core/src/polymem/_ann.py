@@ -388,7 +388,8 @@ class ScopeIndex:
                 ids = _ids(index)
                 with np.load(_outliers_file(path)) as saved:
                     loss_limit, outliers = float(saved["loss_limit"]), saved["outliers"].astype(np.int64)
-                    if str(saved["fingerprint"]) != _fingerprint(index, ids):
+                    # (a file saved before fingerprints were kept is read as it was written)
+                    if "fingerprint" in saved and str(saved["fingerprint"]) != _fingerprint(index, ids):
                         raise ValueError("the outliers of another build")
             except (RuntimeError, ValueError, OSError, KeyError):
                 for stale in (path, _outliers_file(path)):

@@ -144,3 +144,32 @@ def test_a_recall_returns_the_records_of_the_rows_its_search_read_without_readin
     assert not [sql for sql in statements if "memory_id IN" in sql]
     assert [h.memory for h in hits] == [mem.get(h.memory.memory_id) for h in hits]
     mem.close()
+
+
+def test_the_live_inputs_of_rows_of_many_users_are_each_rows_own(tmp_path: Path) -> None:
+    """Over every user, candidates lie a few to a user's block: each one's live inputs are read
+    from its own block and slot, as its row gives them."""
+    clock = FakeClock()
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=clock)
+    rng = np.random.default_rng(4)
+    for i in range(90):
+        mem.save(f"memory {i}", user_id=f"user{i % 9}", importance=float(rng.uniform(0, 1)),
+                 category=["fact", "event", "task", "preference"][i % 4], vector=at_cosine(rng.uniform(0.6, 0.9), i))
+        clock.advance(hours=float(rng.uniform(0, 48)))
+    for i in range(10):  # some memories accessed since
+        mem.recall("zzz", user_id=None, top_k=5, query_vector=at_cosine(0.99, i))
+    mem.flush()
+    ranked(mem)  # every user's vectors read: the cache is current
+    backend = cast(SQLiteBackend, mem.backend)
+    rows = backend._conn.execute("SELECT rowid, importance, category, created_at, last_accessed_at, access_count "
+                                 "FROM memories ORDER BY random()").fetchall()
+    cache = backend._cache(backend._conn, VectorTable.model_id, ("default", None, True))
+    now_us = 1_900_000_000_000_000
+    inputs = cache.live_inputs([row[0] for row in rows], now_us)
+    assert len({cache.directory.get(row[0])[0] for row in rows}) == 9  # nine users' blocks
+    assert inputs.importances.tolist() == [row[1] for row in rows]
+    assert list(inputs.categories) == [row[2] for row in rows]
+    assert inputs.ages.tolist() == [(now_us - (row[4] if row[4] is not None else row[3])) / 1_000_000 for row in rows]
+    assert inputs.access_counts.tolist() == [row[5] for row in rows]
+    assert any(row[5] for row in rows)
+    mem.close()

@@ -547,6 +547,10 @@ class _ScopeBlock:
             self._labels.append(label)
         return code
 
+    def label(self, code: int) -> str | None:
+        """The agent id or category `code` stands for."""
+        return self._labels[code]
+
     def labels(self, codes: np.ndarray) -> builtins.list[str | None]:
         """The agent ids or categories these codes stand for."""
         labels = self._labels
@@ -795,16 +799,19 @@ class _VectorCache:
         numbers, slots = self.directory.locate(np.asarray(rowids, dtype=np.int64))
         if n and numbers[0] >= 0 and (numbers == numbers[0]).all():  # one user's scope: one block holds them all
             return LiveInputs(*self.directory.blocks[int(numbers[0])].live_inputs(slots, now_us))
-        ages, counts, importances = np.full(n, np.nan), np.zeros(n), np.zeros(n)
+        # Over every user the rows lie a few a block in many blocks: read one by one (102 rows in
+        # ~80 blocks of 1M rows: 0.27 ms by block, a dozen numpy calls each; 0.18-0.19 ms by row).
+        ages, counts, importances = [float("nan")] * n, [0] * n, [0.0] * n
         categories: builtins.list[str | None] = [None] * n
-        for number in np.unique(numbers[numbers >= 0]).tolist():
-            at = np.flatnonzero(numbers == number)
-            block_ages, labels, block_counts, block_importances = self.directory.blocks[number].live_inputs(
-                slots[at], now_us)
-            ages[at], counts[at], importances[at] = block_ages, block_counts, block_importances
-            for i, label in zip(at.tolist(), labels):
-                categories[i] = label
-        return LiveInputs(ages, categories, counts, importances)
+        blocks = self.directory.blocks
+        for i, (number, slot) in enumerate(zip(numbers.tolist(), slots.tolist())):
+            if number >= 0:
+                block = blocks[number]
+                accessed = block.accessed.item(slot)
+                ages[i] = (now_us - (block.created.item(slot) if accessed == _NOT_ACCESSED else accessed)) / 1_000_000
+                counts[i], importances[i] = block.access_counts.item(slot), block.importances.item(slot)
+                categories[i] = block.label(block.categories.item(slot))
+        return LiveInputs(np.array(ages), categories, np.array(counts, dtype=np.float64), np.array(importances))
 
     def _forget(self, rowid: int) -> None:
         self.foreign.pop(rowid, None)

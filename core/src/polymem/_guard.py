@@ -176,7 +176,8 @@ def _unspace(match: re.Match[str]) -> str:
 
 
 def views(text: str, depth: int = 2) -> list[str]:
-    """The normalised forms of `text` the rules are matched on (the folded text first)."""
+    """The distinct normalised forms of `text` the rules are matched on (the folded text first).
+    Decoding a decoded view can give the text back (rot13 of rot13): it is matched once."""
     folded = fold(text)
     out = [folded]
     joined = _HYPHENATED.sub("", _SPACED.sub(_unspace, folded.replace("_", " ")))
@@ -188,7 +189,7 @@ def views(text: str, depth: int = 2) -> list[str]:
     if depth:
         for decoded in _decoded(text):
             out.extend(views(decoded, depth - 1))
-    return out
+    return list(dict.fromkeys(out))
 
 
 # -- rules -------------------------------------------------------------------------------------

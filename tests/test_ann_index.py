@@ -158,20 +158,36 @@ def test_a_memory_unlike_the_others_is_proposed_by_every_search_and_by_another_p
     reader.close()
 
 
-def test_an_index_file_without_its_outliers_is_built_again(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
-    mem, _ = filled(db, clustered(ROWS, seed=17))
+def saved_index(db: Path, seed: int) -> Path:
+    """The index file of a store of `ROWS` clustered memories, built, saved and closed."""
+    mem, _ = filled(db, clustered(ROWS, seed=seed))
     indexed(mem)
     mem.close()
     (saved,) = index_files(db)
-    outliers = saved.with_name(saved.stem + ".outliers.npz")
+    return saved
+
+
+def outliers_of(index_file: Path) -> Path:
+    return index_file.with_name(index_file.stem + ".outliers.npz")
+
+
+def built_again(db: Path) -> bool:
+    """Whether a process opening `db` builds the index again rather than reading its file."""
+    mem = open_store(db)
+    try:
+        return indexed(mem).build_seconds is not None
+    finally:
+        mem.close()
+
+
+def test_an_index_file_without_its_outliers_is_built_again(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    outliers = outliers_of(saved_index(db, seed=17))
     assert outliers.exists()
     outliers.unlink()
-    mem = open_store(db)
-    assert indexed(mem).build_seconds is not None
+    assert built_again(db)
     (rebuilt,) = index_files(db)
-    assert rebuilt.with_name(rebuilt.stem + ".outliers.npz").exists()
-    mem.close()
+    assert outliers_of(rebuilt).exists()
 
 
 def test_an_index_file_beside_the_outliers_of_another_build_is_built_again(
@@ -179,40 +195,27 @@ def test_an_index_file_beside_the_outliers_of_another_build_is_built_again(
     """Two processes saving one scope at once can leave one's index file beside the other's
     outliers; built from rows in another order, their cells and codes differ. Such a pair is not read."""
     db = tmp_path / "m.db"
-    mem, _ = filled(db, clustered(ROWS, seed=18))
-    indexed(mem)
-    mem.close()
-    (saved,) = index_files(db)
+    saved = saved_index(db, seed=18)
     first_build = saved.read_bytes()
     saved.unlink()
     sample = _ann._training_sample
     with monkeypatch.context() as other_order:  # another process holds the rows in another order
         other_order.setattr(_ann, "_training_sample", lambda parts, n: sample(parts, n)[::-1][::2])
-        mem = open_store(db)
-        assert indexed(mem).build_seconds is not None
-        mem.close()
+        assert built_again(db)
     (second,) = index_files(db)
     assert second.name == saved.name  # the same scope at the same change count
     second.write_bytes(first_build)  # the first build's index beside the second's outliers
-    mem = open_store(db)
-    assert indexed(mem).build_seconds is not None
-    mem.close()
+    assert built_again(db)
 
 
 def test_an_outliers_file_saved_before_fingerprints_is_read(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    mem, _ = filled(db, clustered(ROWS, seed=19))
-    indexed(mem)
-    mem.close()
-    (saved,) = index_files(db)
-    outliers = saved.with_name(saved.stem + ".outliers.npz")
+    outliers = outliers_of(saved_index(db, seed=19))
     with np.load(outliers) as kept:
         loss_limit, rows = kept["loss_limit"], kept["outliers"]
     with open(outliers, "wb") as out:
         np.savez(out, loss_limit=loss_limit, outliers=rows)
-    mem = open_store(db)
-    assert indexed(mem).build_seconds is None
-    mem.close()
+    assert not built_again(db)
 
 
 def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:

@@ -286,9 +286,10 @@ class PolymemMemoryStore(MemoryStoreBase):
         vector = np.asarray(embedding, dtype=float).reshape(-1).tolist()
         if self._space is not None:
             self._space.adopt(len(vector))
-        return await self._store.nearest(  # type: ignore[no-any-return]
+        found: list[tuple[Any, float]] = await self._store.nearest(
             vector, user_id=self._user_id, agent_id=self._agent_id, top_k=limit,
             filter={f"metadata.{COLLECTION_KEY}": collection_name})
+        return found
 
     async def _vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         found = await self._store.vectors(list(memory_ids)) if memory_ids else {}

@@ -138,6 +138,17 @@ async def test_runnable_with_message_history_async_over_an_async_store(amem: pol
     assert seen == [["q1"], ["q1", "first", "q2"]]
 
 
+def test_sorting_messages_rewrites_the_stored_window_in_that_order(mem: polymem.Memory) -> None:
+    history = PolymemChatMessageHistory(mem, "s", user_id="ann")
+    history.add_messages([HumanMessage("bb"), AIMessage("a"), HumanMessage("ccc")])
+    window = history.messages
+    window.sort(key=lambda m: len(m.content))
+    assert [m.content for m in window] == ["a", "bb", "ccc"]
+    assert [m.content for m in history.messages] == ["a", "bb", "ccc"]
+    window.sort(key=lambda m: m.content, reverse=True)
+    assert [m.content for m in history.messages] == ["ccc", "bb", "a"]
+
+
 def test_the_model_reply_is_stored_exactly_as_returned(mem: polymem.Memory) -> None:
     reply = AIMessage("ok", usage_metadata={"input_tokens": 3, "output_tokens": 1, "total_tokens": 4},
                       response_metadata={"model_name": "fake"}, id="run-42")

@@ -218,7 +218,11 @@ class MessageWindow(list[BaseMessage]):
         pairs = list(zip(list(self), self._records))
         key = kwargs.pop("key", None)
         reverse = kwargs.pop("reverse", False)
-        pairs.sort(key=(lambda p: key(p[0])) if key else (lambda p: p[0]), reverse=reverse)  # type: ignore[arg-type,return-value]
+
+        def by(pair: tuple[BaseMessage, Any]) -> Any:  # as list.sort orders the messages themselves
+            return key(pair[0]) if key else pair[0]
+
+        pairs.sort(key=by, reverse=reverse)
         super().clear()
         super().extend(p[0] for p in pairs)
         self._records = [p[1] for p in pairs]

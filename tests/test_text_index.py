@@ -101,7 +101,7 @@ def test_a_version_3_store_moves_its_scope_tokens_out_of_the_ranked_text(tmp_pat
     path = tmp_path / "m.db"
     memory_id = _store_with_one_memory(path)
     with sqlite3.connect(path) as conn:  # put the file back as schema version 3 wrote it
-        conn.executescript("DROP TABLE memory_fts_vocab; DROP TABLE memory_fts;"
+        conn.executescript("DROP TABLE memory_terms; DROP TABLE memory_fts;"
                            "CREATE VIRTUAL TABLE memory_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 0');"
                            "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');"
                            "DELETE FROM schema_migrations WHERE version > 3; DELETE FROM meta WHERE key = 'analyzer';")

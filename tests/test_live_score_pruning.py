@@ -43,7 +43,7 @@ def candidate_rows_read(mem: polymem.Memory) -> int:
     """How many candidate rows the next recall reads (its `rowid IN (...)` statement)."""
     counted: list[int] = []
     conn = cast(SQLiteBackend, mem.backend)._conn
-    conn.set_trace_callback(lambda sql: counted.append(sql.count(",") + 1)
+    conn.set_trace_callback(lambda sql: counted.append(sql[sql.rindex(" IN (") + 5:].count(",") + 1)
                             if sql.startswith("SELECT m.rowid, m.memory_id") else None)
     try:
         ranked(mem)

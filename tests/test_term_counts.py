@@ -88,7 +88,7 @@ def test_a_store_written_before_the_counts_gets_them_when_opened(tmp_path: Path)
         for n in range(20):
             mem.save(f"{WORDS[n % 10]} {WORDS[(n * 7) % 10]} {n}", user_id="a")
     with sqlite3.connect(path) as conn:  # the file as the version before wrote it
-        conn.executescript("DROP TABLE memory_terms;"
+        conn.executescript("DROP TABLE memory_terms; ALTER TABLE memories DROP COLUMN screened;"
                            "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab('memory_fts', 'row');"
                            f"DELETE FROM schema_migrations WHERE version >= {TERM_COUNTS_MIGRATION};")
     with open_store(path) as mem:

@@ -65,6 +65,8 @@ class Candidate:
     access_count: int = 0
     content: str | None = None
     full: Callable[[], MemoryRecord] | None = field(default=None, repr=False, compare=False)
+    # the stored row says the request's classifier (`SearchRequest.screened_by`) screened this content
+    screened: bool = False
     _created: datetime | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -117,6 +119,10 @@ class SearchRequest:
     # which of them the recall can use; a backend may leave the others out without reading
     # their rows (None: all).
     worth_reading: Callable[[np.ndarray, np.ndarray, LiveInputs | None], np.ndarray] | None = None
+    # The fingerprint of the store's classifier (None: none): a backend keeping each memory's
+    # screening marks the candidates it screened (`Candidate.screened`), which the read guard then
+    # need not classify again.
+    screened_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -310,6 +316,7 @@ class NewRecord:
     content_hash: str
     idempotency_key: str | None
     terms: tuple[str, ...]
+    screened: str | None = None  # the fingerprint of the classifier that screened the content (None: none did)
 
 
 class RecordStore(ABC):

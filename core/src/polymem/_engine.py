@@ -10,6 +10,7 @@ for an async backend): the same behaviour by construction (see httpx's
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import json
 import logging
@@ -269,6 +270,9 @@ class Engine:
         self.language = DEFAULT_LANGUAGE  # of the full text: the transport sets its record store's
         self._told_foreign = False
         self.classifier = classifier
+        # kept with each memory the write filter screened (`RuleClassifier.fingerprint`; None: a
+        # classifier without one, whose verdicts are not kept)
+        self.screened_by: str | None = getattr(classifier, "fingerprint", None)
         self.write_policy = write_policy or WritePolicy()
         self.guard = ReadGuard(classifier)
         if reranker is not None and not callable(getattr(reranker, "rerank", None)):
@@ -408,8 +412,8 @@ class Engine:
             if holder and holder[0].user_id != user_id:
                 foreign.add(key)
         if foreign:  # another user's key is unused for this user: saved without it, that memory untouched
-            items = [NewRecord(i.record, i.vector, i.content_hash, None, i.terms) if i.idempotency_key in foreign
-                     else i for i in items]
+            items = [dataclasses.replace(i, idempotency_key=None) if i.idempotency_key in foreign else i
+                     for i in items]
         screened = yield from self._screen(items, extracted=context is not None, context=context)
         kept = [n for n, _ in screened]
         items = [item for _, item in screened]
@@ -426,8 +430,7 @@ class Engine:
         else:
             matrix = None
         if matrix is not None:
-            items = [NewRecord(i.record, matrix[n], i.content_hash, i.idempotency_key, i.terms)
-                     for n, i in enumerate(items)]
+            items = [dataclasses.replace(i, vector=matrix[n]) for n, i in enumerate(items)]
         return Insert(items, now)
 
     # -- the write filter and the read guard ---------------------------------------------------
@@ -448,6 +451,8 @@ class Engine:
                 if extracted:
                     continue
                 raise
+            if verdict is not None and self.screened_by is not None:
+                item = dataclasses.replace(item, screened=self.screened_by)
             if (verdict is None or not verdict.flagged) and context is not None and context.flagged:
                 verdict = context
                 if self.write_policy.action(record.source) == "refuse":
@@ -456,7 +461,7 @@ class Engine:
                 action = self.write_policy.action(record.source)
                 record = record.replace(metadata=flag_metadata(record.metadata, verdict, action),
                                         status="blocked" if action == "quarantine" else record.status)
-                item = NewRecord(record, item.vector, item.content_hash, item.idempotency_key, item.terms)
+                item = dataclasses.replace(item, record=record)
             kept.append((n, item))
         return kept
 
@@ -737,13 +742,15 @@ class Engine:
         best = None if min_relevance is not None else pool
         rankings = []
         best_text: builtins.list[Candidate | None] = []  # each query's best full-text match
+        screened: set[str] = set()  # memories the store says this classifier screened on their way in
         for vector, terms_of_query in zip(vectors, terms_of_queries):
             if now_only:
                 worth_reading = None if best is None else functools.partial(
                     self.scoring.worth_reading, vector_mode=vector is not None, admit_all=admit_all, best=best)
                 request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id,
-                                        terms_of_query, now, max(CANDIDATES, top_k), worth_reading)
+                                        terms_of_query, now, max(CANDIDATES, top_k), worth_reading, self.screened_by)
                 candidates = yield Search(request)
+                screened.update(c.id for c in candidates if c.screened)
             else:
                 candidates = yield from self._past_candidates(
                     now, vector, terms_of_query, user_id, agent_id, category, filter, valid_at,
@@ -785,8 +792,9 @@ class Engine:
         hits = yield from self._first_fetched(hits, keep)
         if admit_all and len(hits) < top_k and not cut and now_only:
             hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
+        # (a text this classifier screened on its way in gets the verdict it got then: not classified again)
         withheld = {h.memory.memory_id: reasons for h in hits
-                    if (reasons := self.guard.reasons(h.memory, blocked))}
+                    if (reasons := self.guard.reasons(h.memory, blocked, classify=h.memory.memory_id not in screened))}
         hits = [h for h in hits if h.memory.memory_id not in withheld]
         if depth:  # after the read guard: what it withholds never reaches the reranker's model
             hits = yield from self._rerank(query, hits, depth)
@@ -1275,8 +1283,9 @@ class Engine:
             if self.embedder is not None:
                 raw = yield embed_op([changes["content"]])
                 vector, model_id = as_matrix(raw, self.embedder.dimension)[0], self.embedder.model_id
+        screened = self.screened_by if "content" in changes else None
         return (yield Update(self.namespace, memory_id, changes, expected_version, self.clock(),
-                             vector, model_id, chash, new_terms))
+                             vector, model_id, chash, new_terms, screened))
 
     def delete(self, memory_id: str) -> Plan:
         self._label(memory_id, "memory_id")

@@ -379,6 +379,11 @@ def _required_of_node(op: Any, value: Any) -> frozenset[str] | None:
     return None
 
 
+# Part of every fingerprint: moved with any change to how texts are normalised or rules matched, so
+# that what a store marked as screened before is classified again.
+_MATCHING_VERSION = 1
+
+
 class _Remembered:
     """`score(text)`, remembered for the last `size` texts by their digest (thread-safe)."""
 
@@ -436,6 +441,10 @@ class RuleClassifier:
             self._triggers.make_automaton()
 
         self._scored = _Remembered(self._score, SCORES_KEPT)
+        # What its verdicts depend on: a store keeps it with each memory this classifier screened
+        # on its way in, and a read by the same rules need not classify that text again.
+        self.fingerprint = hashlib.sha256(repr((sorted(self.thresholds.items()), normalize, list(rules),
+                                                _MATCHING_VERSION)).encode()).hexdigest()[:16]
 
     def classify(self, content: str, *, source: str) -> Verdict:
         score, reasons = self._scored(content)

@@ -277,7 +277,8 @@ def import_plan(engine: Engine, source: str | Path | IO[bytes],
         row = {"record": record, "versions": versions,
                "vector": np.asarray(vector, dtype=np.float32) if usable else None,
                "idempotency_key": item["idempotency_key"], "content_hash": content_hash(record.content),
-               "terms": terms(record.content, language=engine.language)}
+               "terms": terms(record.content, language=engine.language),
+               "screened": engine.screened_by if verdict is not None else None}
         if model is not None and not usable:
             needs_embedding.append(row)
         elif model is None:

@@ -258,6 +258,12 @@ MIGRATIONS: builtins.list[str] = [
     CREATE TABLE IF NOT EXISTS memory_terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
     DROP TABLE IF EXISTS memory_fts_vocab;
     """,
+    # 13: the fingerprint of the classifier that screened a memory's content on its way in (NULL:
+    # none did, or the row came before this): a read by the same rules takes that verdict
+    # instead of classifying the text again (`SearchRequest.screened_by`)
+    """
+    ALTER TABLE memories ADD COLUMN screened TEXT;
+    """,
 ]
 
 TERM_COUNTS_MIGRATION = 12  # the migration that adds `memory_terms` (filled by `_count_stored_terms`)
@@ -708,9 +714,11 @@ LOAD_ROWS = 16_384
 _COUNTERS = "SELECT (SELECT value FROM meta WHERE key = 'seq'), (SELECT value FROM meta WHERE key = 'accessed_seq')"
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
-# What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by, and
-# the content the calibration of text matches reads.
-_SCORED_COLUMNS = "m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, m.content"
+# What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by,
+# the content the calibration of text matches reads, and whose rules screened that content.
+_SCORED_COLUMNS = ("m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, "
+                   "m.content, m.screened")
+_SCREENED_AT = 8  # where `m.screened` is in a row of (rowid, `_SCORED_COLUMNS`)
 # ... and the rest of the row, for a candidate read whole (`Candidate.full`, `_candidate_record`)
 _CANDIDATE_COLUMNS = (f"{_SCORED_COLUMNS}, m.namespace, m.user_id, m.agent_id, m.session_id, m.source, m.entities, "
                       "m.metadata, m.updated_at, m.expire_at, m.embedding_model, m.version, m.status")
@@ -725,8 +733,8 @@ def _live_inputs(live: np.ndarray, categories: builtins.list[str | None], now_us
 
 def _candidate_record(row: Sequence[Any]) -> MemoryRecord:
     """The record of a row of (rowid, `_CANDIDATE_COLUMNS`)."""
-    return _row_to_record((row[1], row[8], row[9], row[10], row[11], row[7], row[3], row[12], row[2], row[13],
-                           row[14], row[4], row[15], row[5], row[6], row[16], row[17], row[18], row[19]))
+    return _row_to_record((row[1], row[9], row[10], row[11], row[12], row[7], row[3], row[13], row[2], row[14],
+                           row[15], row[4], row[16], row[5], row[6], row[17], row[18], row[19], row[20]))
 
 
 class _VectorCache:
@@ -1144,13 +1152,13 @@ class SQLiteBackend(Backend):
                 # as saved one by one: unkeyed content repeating this keyed memory's is this memory
                 claimed.setdefault((rec.namespace, "hash", item.content_hash, rec.user_id, rec.agent_id), rec)
                 rows.append((next_rowid, *_record_values(rec), item.content_hash, _blob(item.vector),
-                             item.idempotency_key, seq))
+                             item.idempotency_key, seq, item.screened))
                 fts.append((next_rowid, *fts_row(rec.namespace, rec.user_id, item.terms)))
                 results.append((rec, True))
                 next_rowid += 1
             conn.executemany(
-                f"INSERT INTO memories (rowid, {_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
-                f"VALUES ({', '.join('?' * 24)})", rows)
+                f"INSERT INTO memories (rowid, {_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq, screened) "
+                f"VALUES ({', '.join('?' * 25)})", rows)
             self._index_text(conn, fts)
             conn.executemany("UPDATE memories SET last_accessed_at = ? WHERE namespace = ? AND memory_id = ?", touched)
         return results
@@ -1255,11 +1263,12 @@ class SQLiteBackend(Backend):
                 "UPDATE memories SET content = ?, category = ?, source = ?, importance = ?, entities = ?, metadata = ?, "
                 "updated_at = ?, expire_at = ?, embedding_model = ?, version = ?, status = ?, seq = ?, "
                 "last_accessed_at = ?, access_count = ?, "
-                "content_hash = COALESCE(?, content_hash), vector = CASE WHEN ? THEN ? ELSE vector END "
+                "content_hash = COALESCE(?, content_hash), vector = CASE WHEN ? THEN ? ELSE vector END, "
+                "screened = CASE WHEN ? THEN ? ELSE screened END "
                 "WHERE namespace = ? AND memory_id = ? AND version = ? RETURNING rowid",
                 (values[5], values[6], values[7], values[8], values[9], values[10], values[12], values[15],
                  values[16], values[17], values[18], seq, values[13], values[14], content_hash, content_hash is not None, _blob(vector),
-                 namespace, memory_id, current.version),
+                 content_hash is not None, op.screened, namespace, memory_id, current.version),
             )
             row = cursor.fetchone()
             if row is None:  # pragma: no cover - BEGIN IMMEDIATE serialises writers
@@ -1447,9 +1456,11 @@ class SQLiteBackend(Backend):
                 found.update((row[0], row) for row in conn.execute(
                     f"SELECT m.rowid, {_CANDIDATE_COLUMNS} FROM memories m WHERE m.rowid IN "
                     f"({', '.join('?' for _ in unread)})", unread))
+        screened_by = request.screened_by
         return [  # positional: ~30 candidates a recall
             Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],
-                      int(row[6]), row[7], functools.partial(_candidate_record, row) if len(row) > 8 else None)
+                      int(row[6]), row[7], functools.partial(_candidate_record, row) if len(row) > 9 else None,
+                      screened_by is not None and row[_SCREENED_AT] == screened_by)
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 
@@ -1907,10 +1918,10 @@ class SQLiteBackend(Backend):
                     continue
                 self._check_dimension(conn, record.embedding_model, [item.get("vector")])
                 rowid = conn.execute(
-                    f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq) "
-                    f"VALUES ({', '.join('?' * 23)}) RETURNING rowid",
+                    f"INSERT INTO memories ({_RECORD_COLUMNS}, content_hash, vector, idempotency_key, seq, screened) "
+                    f"VALUES ({', '.join('?' * 24)}) RETURNING rowid",
                     (*_record_values(record), item["content_hash"], _blob(item.get("vector")),
-                     item.get("idempotency_key"), seq),
+                     item.get("idempotency_key"), seq, item.get("screened")),
                 ).fetchone()[0]
                 self._index_text(conn, [(rowid, *fts_row(namespace, record.user_id, item["terms"]))])
                 conn.executemany(

@@ -84,6 +84,7 @@ class Update(StorageOp):
     model_id: str | None = None
     content_hash: str | None = None
     terms: Sequence[str] | None = None
+    screened: str | None = None  # with a new content: the fingerprint of the classifier that screened it
 
 
 @dataclass(frozen=True)

@@ -247,7 +247,10 @@ class Plans:
 
     def update(self, namespace: str, memory_id: str, changes: dict[str, Any], expected_version: int | None,
                now: datetime, vector: np.ndarray | None, model_id: str | None,
-               content_hash: str | None, terms: Sequence[str] | None) -> PgPlan[MemoryRecord]:
+               content_hash: str | None, terms: Sequence[str] | None,
+               screened: str | None = None) -> PgPlan[MemoryRecord]:
+        """(`screened`, whose rules screened a new content, is not kept here: the read guard classifies
+        every text it reads from PostgreSQL.)"""
         row = yield Q(f"SELECT {_RECORD_COLUMNS}, m.id FROM polymem_memories m WHERE m.namespace = %s "
                       "AND m.memory_id = %s FOR UPDATE", (namespace, memory_id), "one")
         if row is None:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import polymem
-from polymem._sqlite import SQLiteBackend
 from polymem.testing import FakeClock
 
 
@@ -31,61 +28,6 @@ def test_flush_makes_pending_reinforcement_visible_at_once(tmp_path: Path) -> No
         mem.flush()
         stored = mem.get(record.memory_id)
         assert stored is not None and stored.access_count == 1 and stored.last_accessed_at is not None
-
-
-@pytest.fixture
-def bonus_write_held(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """(started, release): the next batch of bonuses stops inside its transaction until released."""
-    started, release = threading.Event(), threading.Event()
-    write = SQLiteBackend._bonus_statements
-
-    def held(conn: Any, batch: Any) -> None:
-        started.set()
-        release.wait(30)
-        write(conn, batch)
-
-    monkeypatch.setattr(SQLiteBackend, "_bonus_statements", staticmethod(held))
-    return started, release
-
-
-def in_thread(call: Any) -> threading.Thread:
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
-    return thread
-
-
-def test_a_recall_reads_while_bonuses_are_being_written(
-        tmp_path: Path, bonus_write_held: tuple[threading.Event, threading.Event]) -> None:
-    started, release = bonus_write_held
-    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None, clock=FakeClock()) as mem:
-        record = mem.save("The user keeps bees on the roof", user_id="u")
-        mem.recall("bees", user_id="u")
-        assert started.wait(10)  # the first recall's bonus is inside its write transaction
-        found: list[str] = []
-        recall = in_thread(lambda: found.extend(h.memory.memory_id for h in mem.recall("bees", user_id="u")))
-        recall.join(10)
-        finished = not recall.is_alive()
-        release.set()
-        assert finished and found == [record.memory_id]
-        mem.flush()
-        stored = mem.get(record.memory_id)
-        assert stored is not None and stored.access_count == 2
-
-
-def test_a_save_waits_for_the_bonuses_being_written_and_then_commits(
-        tmp_path: Path, bonus_write_held: tuple[threading.Event, threading.Event]) -> None:
-    started, release = bonus_write_held
-    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None, clock=FakeClock()) as mem:
-        mem.save("The user keeps bees on the roof", user_id="u")
-        mem.recall("bees", user_id="u")
-        assert started.wait(10)
-        saved: list[str] = []
-        save = in_thread(lambda: saved.append(mem.save("The user sells honey", user_id="u").memory_id))
-        save.join(0.5)
-        waited = save.is_alive()
-        release.set()
-        save.join(10)
-        assert waited and saved and mem.get(saved[0]) is not None
 
 
 # -- the background writer both backends share (`Bookkeeping`) ---------------------------------

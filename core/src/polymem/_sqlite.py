@@ -871,19 +871,13 @@ class SQLiteBackend(Backend):
         else:
             self.url, target, uri = "memory://", ":memory:", False
         self.read_only = read_only
-        self._lock = threading.RLock()  # the connection's: one statement or transaction at a time
-        # this process's write transactions, on either connection: one at a time, so that neither
-        # waits in SQLite's busy handler (which sleeps a millisecond or more) for the other
-        self._writing = threading.Lock()
-        self._busy_timeout_ms, self._durability = busy_timeout_ms, durability
-        self._bonus_conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
         self._closed = False
         self._in_write = False  # inside `_write` (on the thread holding `_lock`)
         self._checkpoint_due = threading.Event()
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_stop = False
         self._commits_since_checkpoint = 0
-        self._changes_since_checkpoint = 0
         with _translated(self.url):
             try:
                 self._connect(target, uri, busy_timeout_ms, durability)
@@ -914,6 +908,7 @@ class SQLiteBackend(Backend):
                                      check_same_thread=False, uri=uri)
         try:
             self._configure(busy_timeout_ms, durability)
+            self._changes_at_checkpoint = self._conn.total_changes
             if self.read_only:
                 self._check_current()
             else:
@@ -1012,41 +1007,32 @@ class SQLiteBackend(Backend):
             if self._in_write:
                 yield conn
                 return
-            with self._transaction(conn):
+            with _translated(self.url):
+                conn.execute("BEGIN IMMEDIATE")
                 self._in_write = True
                 try:
                     yield conn
-                finally:
+                except BaseException:
                     self._in_write = False
-
-    @contextmanager
-    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
-        """One `BEGIN IMMEDIATE` transaction on `conn`, this process's only one meanwhile (`_writing`)."""
-        with self._writing, _translated(self.url):
-            before = conn.total_changes
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                    conn.execute("ROLLBACK")
+                    raise
+                self._in_write = False
+                conn.execute("COMMIT")
             if self.path is not None:
-                self._count_commit(conn.total_changes - before)
+                self._count_commit(conn)
 
     def apply(self, batch: Batch) -> builtins.list[Any]:
         """The batch's operations in one `BEGIN IMMEDIATE` transaction: all of them, or none."""
         with self._write():
             return [op.run(self) for op in batch.ops]
 
-    def _count_commit(self, changes: int) -> None:
-        """Note a commit of `changes` rows (under `_writing`); start a checkpoint after enough of them."""
+    def _count_commit(self, conn: sqlite3.Connection) -> None:
         self._commits_since_checkpoint += 1
-        self._changes_since_checkpoint += changes
         if (self._commits_since_checkpoint < CHECKPOINT_COMMITS
-                and self._changes_since_checkpoint < CHECKPOINT_CHANGES):
+                and conn.total_changes - self._changes_at_checkpoint < CHECKPOINT_CHANGES):
             return
-        self._commits_since_checkpoint = self._changes_since_checkpoint = 0
+        self._commits_since_checkpoint = 0
+        self._changes_at_checkpoint = conn.total_changes
         if self._checkpointer is None:
             self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="polymem-checkpoint",
                                                   daemon=True)
@@ -1070,7 +1056,7 @@ class SQLiteBackend(Backend):
                         # The WAL starts over only once every frame is copied, and a writer that
                         # never pauses always adds some during a pass: finish them while this
                         # process neither reads nor writes (~15 ms at 100k rows, once per ~600 saves).
-                        with self._lock, self._writing:
+                        with self._lock:
                             if not self._closed:
                                 conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
                 except sqlite3.Error:
@@ -1769,38 +1755,15 @@ class SQLiteBackend(Backend):
             self._bookkeeping.put((namespace, list(bonuses), to_micros(now)))
 
     def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
-        """Write recalls' bonuses. A file's are written on a connection of their own: the recalls
-        meanwhile read on theirs (20k memories: they waited ~0.1 ms a recall for the lock while a
-        batch was written on the same connection); a private database has only the one."""
-        if self.path is None:
-            with self._write() as conn:
-                self._bonus_statements(conn, batch)
-            return
-        conn = self._bonus_connection()
-        with self._transaction(conn):
-            if self._closed:
-                raise StoreClosedError("the store is closed")
-            self._bonus_statements(conn, batch)
-
-    def _bonus_connection(self) -> sqlite3.Connection:
-        if self._bonus_conn is None:
-            assert self.path is not None
-            conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_ms / 1000, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute(f"PRAGMA synchronous = {DURABILITY[self._durability]}")
-            self._bonus_conn = conn
-        return self._bonus_conn
-
-    @staticmethod
-    def _bonus_statements(conn: sqlite3.Connection, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
-        stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'accessed_seq' "
-                                 "RETURNING value").fetchone()[0])
-        for namespace, bonuses, now_us in batch:
-            conn.executemany(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                "importance = MIN(1.0, importance + ?), accessed_seq = ? WHERE namespace = ? AND memory_id = ?",
-                [(now_us, bonus, stamp, namespace, memory_id) for memory_id, bonus in bonuses],
-            )
+        with self._write() as conn:
+            stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'accessed_seq' "
+                                     "RETURNING value").fetchone()[0])
+            for namespace, bonuses, now_us in batch:
+                conn.executemany(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
+                    "importance = MIN(1.0, importance + ?), accessed_seq = ? WHERE namespace = ? AND memory_id = ?",
+                    [(now_us, bonus, stamp, namespace, memory_id) for memory_id, bonus in bonuses],
+                )
 
     def flush(self) -> None:
         self._bookkeeping.flush()
@@ -2105,8 +2068,6 @@ class SQLiteBackend(Backend):
         if self._closed:
             return
         self._bookkeeping.close()
-        if self._bonus_conn is not None:
-            self._bonus_conn.close()
         self.indexes.close()
         if self._checkpointer is not None:
             self._checkpoint_stop = True

@@ -915,7 +915,7 @@ class Engine:
         that answers a question ranks with the turn that words it. Relevances stay as they were,
         so that a threshold reads the memory's own."""
         policy = self.scoring
-        context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits]).tolist()
+        context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits])
         out = []
         for hit, near in zip(hits, context):
             if near == 0.0:
@@ -1659,9 +1659,12 @@ def order_key(score: float, memory: Any, memory_id: str) -> tuple[float, datetim
 
 
 def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.list[RecallHit], dict[str, int]]:
-    """The hits of several queries' rankings as one ranking: each memory once, with its best
-    score (on a tie, the earlier query's), in `hit_order` — never a set union, which loses
-    the order. Also which ranking (its index) each memory's hit came from."""
+    """The hits of several queries' rankings (each as `rank` gives it: every memory once, in
+    `hit_order`) as one ranking: each memory once, with its best score (on a tie, the earlier
+    query's), in `hit_order` — never a set union, which loses the order. Also which ranking
+    (its index) each memory's hit came from."""
+    if len(rankings) == 1:  # nothing to merge
+        return builtins.list(rankings[0]), {hit.memory.memory_id: 0 for hit in rankings[0]}
     best: dict[str, tuple[RecallHit, int]] = {}
     for index, ranking in enumerate(rankings):
         for hit in ranking:

@@ -39,7 +39,9 @@ def peak_mb() -> float:
 
 def report(name: str, n: int, build_s: float, size: int, search: Callable[[np.ndarray, int], Any],
            queries: np.ndarray, exact: np.ndarray) -> None:
-    for k in (10, 100, 253):  # 253: the proposals a recall of 10 measures exactly (125 + `_ann.FETCH_MARGIN`)
+    from polymem import _ann
+
+    for k in (10, 100, _ann.proposals(100)):  # the last: the proposals a recall's 100 candidates are measured from
         lat, found = [], []
         for query, best in zip(queries, exact):
             start = time.perf_counter()

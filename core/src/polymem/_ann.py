@@ -63,9 +63,13 @@ ANN_ROWS = 50_000
 # 0.995 in 0.13 / 0.15 ms; a recall over every user of the 1M, alternated processes: 2.27-2.37 /
 # 2.48-2.60 ms p50. 32: the exact top 10 found well above 0.95, in three quarters of the time.
 PROBES = 32
-# Proposals measured exactly beyond 1.25 x those wanted: compressed codes order a query's near
-# neighbours coarsely, so a search of 10 reads 140 proposals and a recall's 100 candidates 253.
-FETCH_MARGIN = 128
+# Proposals measured exactly beyond 1.25 x those wanted (`proposals`): compressed codes order a
+# query's near neighbours coarsely, so a search of 10 reads 60 proposals and a recall's 100
+# candidates 173. Measured with `bench_ann_settings.py` against 128 (bench/RESULTS.md, 2026-12-04,
+# load 0.3-1.0): 1M over every user, 0.97x the recall time, 0.988 of an exact recall's top 10
+# against 0.992 and 0.991 of the exact nearest 10 against 0.995; 100k in one scope, 0.94x, the
+# same results (0.990 and 0.987). Fewer cells read (28, 24) cost more than this: 100k 0.975 / 0.953.
+FETCH_MARGIN = 48
 MAX_OVERFETCH = 8  # a filter keeping under 1/8 of the scope: exact search (gathering those rows is cheap)
 DEAD_SHARE = 0.25  # rebuild once a quarter of the indexed entries are deleted or superseded rows
 GROWTH = 4  # rebuild (retrain the cells) once the scope is 4x the rows the cells were trained on
@@ -83,6 +87,11 @@ _CHUNK = 50_000
 # Part of every index file's name: an older kind of index under the same name is found by `load`,
 # deleted and rebuilt, where a new name would leave the old file in the folder for good.
 _FILE_NAMESPACE = "ivfsq8-v1"
+
+
+def proposals(wanted: float) -> int:
+    """How many rows the index proposes for `wanted` rows (`FETCH_MARGIN`)."""
+    return int(wanted * 1.25) + FETCH_MARGIN
 
 
 def probes(cells: int) -> int:
@@ -250,7 +259,7 @@ class ScopeIndex:
         # compressed codes misorder near-duplicates (a memory saved in many wordings): fetch a margin
         # beyond the rows wanted, to be measured exactly (at 100k real embeddings, 10 + 18 rows
         # found 0.93 of the exact top 10)
-        labels = self.propose(query, int(wanted * n / kept * 1.25) + FETCH_MARGIN)
+        labels = self.propose(query, proposals(wanted * n / kept))
         slots = self._slots(block, labels)
         slots = np.sort(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
         slots = slots[np.concatenate(([True], slots[1:] != slots[:-1]))]  # (np.unique: 5x the time)
@@ -519,7 +528,7 @@ class Span:
         ann = self.ann
         if ann is None or ann.index is None or not ann.held:
             return None
-        found = self._places(ann.propose(query, int(limit * 1.25) + FETCH_MARGIN))
+        found = self._places(ann.propose(query, proposals(limit)))
         # each proposal gathered on its own: the proposals fall in many users' blocks, a few
         # each, where grouping them by block cost ~20 us of numpy calls a block (100 users:
         # 2.6 ms of a 4 ms search at 200k rows)

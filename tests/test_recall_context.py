@@ -64,11 +64,11 @@ def test_context_raises_the_score_but_not_the_relevance_a_threshold_reads() -> N
 def test_memories_written_further_apart_than_context_minutes_are_not_each_others_context() -> None:
     policy = ScoringPolicy(context_minutes=30)
     times = [START, START + timedelta(minutes=20), START + timedelta(minutes=51)]
-    assert policy.context([0.9, 0.1, 0.4], times) == [0.1, 0.9, 0.0]
+    assert policy.context([0.9, 0.1, 0.4], times).tolist() == [0.1, 0.9, 0.0]
 
 
 def test_the_best_memory_of_a_sitting_takes_the_next_best_as_its_context() -> None:
-    assert ScoringPolicy().context([0.2, 0.8, 0.5], [START] * 3) == [0.8, 0.5, 0.8]
+    assert ScoringPolicy().context([0.2, 0.8, 0.5], [START] * 3).tolist() == [0.8, 0.5, 0.8]
 
 
 @settings(max_examples=300, deadline=None)
@@ -84,7 +84,7 @@ def test_a_memorys_context_is_the_best_relevance_among_the_others_of_its_sitting
     sitting = {m: sum(1 for a, b in zip(ordered, ordered[1:]) if b <= m and b - a > 30) for m in ordered}
     expected = [max((r for j, r in enumerate(relevances) if j != i and sitting[minutes[j]] == sitting[minutes[i]]),
                     default=0.0) for i in range(len(hits))]
-    assert policy.context(relevances, times) == expected
+    assert policy.context(relevances, times).tolist() == expected
 
 
 def test_context_weight_zero_ranks_by_relevance_and_live_score_alone() -> None:

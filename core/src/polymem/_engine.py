@@ -915,7 +915,7 @@ class Engine:
         that answers a question ranks with the turn that words it. Relevances stay as they were,
         so that a threshold reads the memory's own."""
         policy = self.scoring
-        context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits])
+        context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits]).tolist()
         out = []
         for hit, near in zip(hits, context):
             if near == 0.0:

@@ -143,3 +143,49 @@ def test_a_quarantined_memory_without_a_vector_does_not_set_the_scale_of_text_ma
             scores.append([(h.memory.content, h.score) for h in mem.recall("ticket", user_id="ann")])
     assert scores[0] == scores[1]
     assert len(held_path_calls) == 2
+
+
+@pytest.fixture
+def searched(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every candidate the store's searches return."""
+    candidates: list[Any] = []
+    original = SQLiteBackend.search
+
+    def recorded(self: SQLiteBackend, request: Any) -> Any:
+        candidates.extend(found := original(self, request))
+        return found
+
+    monkeypatch.setattr(SQLiteBackend, "search", recorded)
+    return candidates
+
+
+def test_a_candidate_carries_the_terms_its_content_was_indexed_by(tmp_path: Path, searched: list[Any]) -> None:
+    from polymem._text import terms
+
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        saved = mem.save("The Lisbon hotel's windows face the museum", user_id="ann")
+        mem.update(saved.memory_id, content="The Lisbon flights were booked with the budget airline")
+        mem.recall("lisbon flight", user_id="ann")
+    assert [c.indexed_terms for c in searched] == \
+        [" ".join(terms("The Lisbon flights were booked with the budget airline"))]
+
+
+def test_calibration_from_the_indexed_terms_gives_the_relevances_of_analysing_each_content(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searched: list[Any]) -> None:
+    rng = random.Random(5)
+    queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(15)]
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(120):  # a few past `held_terms`' remembered length: 40 words
+            mem.save(" ".join(rng.choices(WORDS, k=40 if i % 10 == 0 else 6)) + f" entry {i}", user_id="ann")
+
+        def hits() -> list[list[tuple[str, float]]]:
+            return [[(h.memory.memory_id, h.relevance) for h in mem.recall(q, user_id="ann", top_k=20)]
+                    for q in queries]
+
+        from_index = hits()
+        assert any(c.indexed_terms is not None and c.text_rank is not None for c in searched)
+        monkeypatch.setattr("polymem._sqlite._INDEXED_AT", 10**6)  # no candidate carries its terms
+        searched.clear()
+        from_contents = hits()
+        assert all(c.indexed_terms is None for c in searched)
+    assert from_index == from_contents

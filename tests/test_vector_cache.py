@@ -196,6 +196,15 @@ def test_the_row_directory_finds_rows_near_and_far_and_forgets_them() -> None:
     assert directory.pop(3) == (0, 0) and directory.locate(np.array([3]))[0].tolist() == [-1]
 
 
+@pytest.mark.parametrize("numbers", [[2, 2, 2], [2, -1, 2], [-1, 2, 2], [0, 3, 0, -1, 3], [-1, -1], []])
+def test_the_row_directory_groups_located_rows_by_block_leaving_out_those_not_held(numbers: list[int]) -> None:
+    located = np.array(numbers, dtype=np.int32)
+    groups = _RowDirectory.by_block(located)
+    assert [number for number, _ in groups] == sorted({n for n in numbers if n >= 0})
+    for number, where in groups:
+        assert where.tolist() == [n == number for n in numbers]
+
+
 def test_rows_first_kept_aside_move_into_the_arrays_once_they_reach_them() -> None:
     directory = SmallReach()
     directory.new_block(("default", "u"))

@@ -46,9 +46,10 @@ class Candidate:
     A backend may return the full `record`, or leave it None and fill in only
     the fields scoring needs; the engine then fetches full records for the
     final top-k alone (decoding 200 records per recall costs more than the search).
-    Such a candidate may also carry its `content`, which the calibration of text
-    matches reads (None: the engine fetches the records of those it needs), and
-    `full`, which makes its record from what the search read (None: fetched).
+    Such a candidate may also carry its `content` or its `indexed_terms`, which the
+    calibration of text matches reads (None: the engine fetches the records of those
+    it needs and analyses their contents), and `full`, which makes its record from
+    what the search read (None: fetched).
     Its times are microseconds since the epoch (`created_us`, `accessed_us`), as
     stores keep them: a recall scores ~200 candidates by their age (`age_seconds`)
     and orders ~30 by their `created_at`, made when first read.
@@ -67,6 +68,8 @@ class Candidate:
     full: Callable[[], MemoryRecord] | None = field(default=None, repr=False, compare=False)
     # the stored row says the request's classifier (`SearchRequest.screened_by`) screened this content
     screened: bool = False
+    # its content's full-text terms as the store indexed them, joined by spaces (None: not read)
+    indexed_terms: str | None = None
     _created: datetime | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
@@ -769,10 +769,13 @@ class Engine:
         # and of every text hit, and the time step what the hits of the whole pool say: the search's
         # candidates carry contents where the backend read them; the rest is fetched first.
         texts: dict[str, str | None] = {}
+        indexed: dict[str, str] = {}  # what the store indexed them by, where the search read it
         if not broad:
             texts = {c.id: c.text for c in best_text if c is not None}
             texts.update((h.memory.memory_id, h.memory.content) for h in hits if h.text_rank is not None)
-        early = {i for i, text in texts.items() if text is None}
+            indexed = {c.id: c.indexed_terms for c in (*best_text, *(h.memory for h in hits if h.text_rank is not None))
+                       if isinstance(c, Candidate) and c.indexed_terms is not None}
+        early = {i for i, text in texts.items() if text is None and i not in indexed}
         if when is not None:
             early |= {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
         if early:
@@ -780,9 +783,11 @@ class Engine:
             texts.update((i, records[i].content if i in records else None) for i, text in texts.items() if text is None)
             hits = _with_records(hits, early, records)
         if not broad:
-            best_texts = [None if c is None else texts.get(c.id) for c in best_text]
+            # (terms the store indexed a text by are those `held_terms` finds in it, without analysing it again)
+            held = {i: frozenset(indexed[i].split()) if text is None or i in indexed else held_terms(text, self.language)
+                    for i, text in texts.items() if text is not None or i in indexed}
             hits = yield from self._calibrate(hits, terms_of_queries, [named_terms(q, self.language) for q in queries],
-                                              found_by, user_id, best_texts, texts)
+                                              found_by, user_id, [None if c is None else c.id for c in best_text], held)
             if cut:
                 hits = [h for h in hits if h.relevance >= cut]
         if self.scoring.context_weight:
@@ -841,9 +846,10 @@ class Engine:
 
     def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
                    names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,
-                   best: Sequence[str | None], texts: Mapping[str, str | None]) -> Plan:
-        """The hits with absolute relevances, in recall's order again (`best`: the content of each
-        query's best text match; `texts`: the contents of the text hits, by id; None where unknown).
+                   best: Sequence[str | None], held: Mapping[str, Collection[str]]) -> Plan:
+        """The hits with absolute relevances, in recall's order again (`best`: the id of each
+        query's best text match; `held`: the terms the text hits and those best matches hold
+        (`held_terms`), by id, where known).
 
         The search ranks text matches relative to the best one (BM25 over the best match's
         BM25), so the best of a weak lot would rank 1. Each query's ranks are scaled by how much of
@@ -880,10 +886,8 @@ class Engine:
         weights = [{t: policy.term_weight(bm25_idf(rows, docs.get(t, 0)),
                                           None if frequencies is None else frequencies.get(t))
                     for t in query if t in docs or frequencies is not None} for query in queries]
-        held = {i: held_terms(text, self.language) for i, text in texts.items() if text is not None}
-        covers = {i: policy.coverage(held[i], weights[found_by.get(i, 0)]) for i in held}
-        scales = [1.0 if text is None else policy.coverage(held_terms(text, self.language), w)
-                  for w, text in zip(weights, best)]
+        covers = {i: policy.coverage(terms_held, weights[found_by.get(i, 0)]) for i, terms_held in held.items()}
+        scales = [1.0 if i is None or i not in held else policy.coverage(held[i], w) for w, i in zip(weights, best)]
         for i, covered in covers.items():  # the best by BM25 may not be the best by these weights
             scales[found_by.get(i, 0)] = max(scales[found_by.get(i, 0)], covered)
         grounds = [policy.grounding(sum(docs.get(t, 0) > 0 for t in named) / len(named)) if named else 1.0

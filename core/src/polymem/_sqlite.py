@@ -476,6 +476,17 @@ class _RowDirectory:
                 numbers[i], slots[i] = self.far.get(int(rowids[i]), (-1, -1))
         return numbers, slots
 
+    @staticmethod
+    def by_block(numbers: np.ndarray) -> builtins.list[tuple[int, np.ndarray]]:
+        """Each block number among `numbers` (as `locate` gives them; -1, a row not held, left out)
+        with the mask of where it is, the one block of a user's scope without sorting them."""
+        if not len(numbers):
+            return []
+        first = numbers == numbers[0]
+        if numbers[0] >= 0 and first.all():
+            return [(int(numbers[0]), first)]
+        return [(number, numbers == number) for number in np.unique(numbers[numbers >= 0]).tolist()]
+
     def put(self, rowids: np.ndarray | int, number: int, slots: np.ndarray | int) -> None:
         """Place each of `rowids` (distinct) at its slot of block `number`."""
         rowids = np.atleast_1d(np.asarray(rowids, dtype=np.int64))
@@ -722,6 +733,9 @@ _SCREENED_AT = 8  # where `m.screened` is in a row of (rowid, `_SCORED_COLUMNS`)
 # ... and the rest of the row, for a candidate read whole (`Candidate.full`, `_candidate_record`)
 _CANDIDATE_COLUMNS = (f"{_SCORED_COLUMNS}, m.namespace, m.user_id, m.agent_id, m.session_id, m.source, m.entities, "
                       "m.metadata, m.updated_at, m.expire_at, m.embedding_model, m.version, m.status")
+# ... and then its full-text terms (`Candidate.indexed_terms`): the body column of its row in
+# FTS5's content table, read by row id beside the row (through the virtual table, a cursor a row).
+_INDEXED_AT = 21
 
 
 def _live_inputs(live: np.ndarray, categories: builtins.list[str | None], now_us: int) -> LiveInputs:
@@ -805,8 +819,7 @@ class _VectorCache:
         accessed = np.fromiter((_NOT_ACCESSED if row[2] is None else row[2] for row in rows), dtype=np.int64,
                                count=len(rows))
         counts = np.fromiter((row[3] for row in rows), dtype=np.int64, count=len(rows))
-        for number in np.unique(numbers[numbers >= 0]).tolist():
-            mine = numbers == number
+        for number, mine in self.directory.by_block(numbers):
             self.directory.blocks[number].touch(slots[mine], importances[mine], accessed[mine], counts[mine])
 
     def live_inputs(self, rowids: Sequence[int], now_us: int) -> LiveInputs:
@@ -1440,13 +1453,14 @@ class SQLiteBackend(Backend):
             if unread:
                 # whole rows: the records of those that rank first are made from them (`Candidate.full`)
                 found.update((row[0], row) for row in conn.execute(
-                    f"SELECT m.rowid, {_CANDIDATE_COLUMNS} FROM memories m WHERE m.rowid IN "
-                    f"({', '.join('?' for _ in unread)})", unread))
+                    f"SELECT m.rowid, {_CANDIDATE_COLUMNS}, c.c1 FROM memories m LEFT JOIN memory_fts_content c "
+                    f"ON c.id = m.rowid WHERE m.rowid IN ({', '.join('?' for _ in unread)})", unread))
         screened_by = request.screened_by
         return [  # positional: ~30 candidates a recall
             Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],
                       int(row[6]), row[7], functools.partial(_candidate_record, row) if len(row) > 9 else None,
-                      screened_by is not None and row[_SCREENED_AT] == screened_by)
+                      screened_by is not None and row[_SCREENED_AT] == screened_by,
+                      row[_INDEXED_AT] if len(row) > _INDEXED_AT else None)
             for rid in wanted if (row := found.get(rid)) is not None
         ]
 
@@ -1460,8 +1474,7 @@ class SQLiteBackend(Backend):
         ids = np.asarray(rowids, dtype=np.int64)
         numbers, slots = cache.directory.locate(ids)
         out: dict[int, float] = {}
-        for number in np.unique(numbers[numbers >= 0]).tolist():
-            of_block = numbers == number
+        for number, of_block in cache.directory.by_block(numbers):
             rows = cache.directory.blocks[number].matrix[slots[of_block]]
             out.update(zip(ids[of_block].tolist(), row_products(rows, query).tolist()))
         return out
@@ -1666,9 +1679,8 @@ class SQLiteBackend(Backend):
         # cost 0.4 ms of numpy calls, for a window of 2 matches)
         in_scope = {block.number: block for block in
                     cache.scope_blocks(request.namespace, request.user_id, request.user_id is None)}
-        for number in np.unique(numbers[numbers >= 0]).tolist():
+        for number, mine in cache.directory.by_block(numbers):
             if (block := in_scope.get(number)) is not None:
-                mine = numbers == number
                 passes[mine] = True if block.soonest > now_us else block.expire[slots[mine]] > now_us
         unheld = np.flatnonzero(numbers < 0)
         if len(unheld):

@@ -72,3 +72,16 @@ def test_export_then_import_round_trips_exactly(items: list) -> None:  # type: i
         originals = sorted(source.list(limit=1000, status=None), key=lambda r: r.memory_id)
         copies = sorted(target.list(limit=1000, status=None), key=lambda r: r.memory_id)
         assert copies == originals
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=3, max_size=3),
+                min_size=1, max_size=5))
+def test_vectors_are_normalised_to_the_bits_numpy_gives(rows: list[list[float]]) -> None:
+    import numpy as np
+
+    from polymem._embedders import as_matrix
+
+    matrix = np.asarray(rows, dtype=np.float32)
+    expected = matrix / np.clip(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12, None)
+    assert np.array_equal(as_matrix(rows, 3), expected)

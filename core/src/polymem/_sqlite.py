@@ -735,7 +735,7 @@ _CANDIDATE_COLUMNS = (f"{_SCORED_COLUMNS}, m.namespace, m.user_id, m.agent_id, m
                       "m.metadata, m.updated_at, m.expire_at, m.embedding_model, m.version, m.status")
 # ... and then its full-text terms (`Candidate.indexed_terms`): the body column of its row in
 # FTS5's content table, read by row id beside the row (through the virtual table, a cursor a row).
-_INDEXED_AT = 21
+_INDEXED_AT = 1 + len(_CANDIDATE_COLUMNS.split(","))
 
 
 def _live_inputs(live: np.ndarray, categories: builtins.list[str | None], now_us: int) -> LiveInputs:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import polymem
 from polymem._dates import read_validity
@@ -89,3 +91,27 @@ def test_dates_are_read_in_the_time_zone_of_the_message() -> None:
     tokyo = timezone(timedelta(hours=9))
     assert read_validity("Yesterday I moved", datetime(2026, 3, 10, 1, 0, tzinfo=tokyo)) == (
         datetime(2026, 3, 9, tzinfo=tokyo), None)
+
+
+# Pieces of every kind of date expression (most without a digit), and words around them.
+DATE_PIECES = ["three days ago", "a few weeks ago", "a couple of months ago", "last week", "next month", "this year",
+               "on Friday", "last Monday", "March 1st", "the 1st of March", "Sept. 3", "in May", "early March",
+               "since 2019", "May 2023", "2026-03-01", "yesterday", "tonight", "until", "will", "I moved to Lisbon",
+               "it may rain", "of", "the", "12", "ago", "week"]
+
+
+@given(st.lists(st.sampled_from(DATE_PIECES), min_size=1, max_size=8))
+@settings(max_examples=400, deadline=None)
+def test_a_text_is_read_as_every_pattern_reads_it_after_the_date_word_check(words: list[str]) -> None:
+    import re
+
+    from polymem import _dates
+
+    text, said = " ".join(words), datetime(2026, 3, 10, 15, 30, tzinfo=timezone.utc)
+    checked = (_dates.read_validity(text, said), _dates.read_period(text, said))
+    every_text = re.compile("")  # every text passes: each pattern is tried
+    original, _dates._HINT = _dates._HINT, every_text
+    try:
+        assert checked == (_dates.read_validity(text, said), _dates.read_period(text, said))
+    finally:
+        _dates._HINT = original

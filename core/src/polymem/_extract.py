@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from ._dates import read_validity
 from ._models import MemoryDraft, Message
 
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
@@ -27,8 +28,6 @@ _FACT = re.compile(r"\b(my name is|i am|i'm|i live|i work|i was born|call me|my 
                    re.IGNORECASE)
 _QUESTION = re.compile(r"\?\s*$|？\s*$|^\s*(what|who|where|when|why|how|can you|could you|would you|do you|is there|"
                        r"are there|please)\b", re.IGNORECASE)
-_DATE_HINT = re.compile(r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|"
-                        r"yesterday|today|tonight|tomorrow|ago|last|next|this)", re.IGNORECASE)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|thanks|thank you|ok|okay|bye|good (morning|evening|night))\b[\s!.]*$",
                        re.IGNORECASE)
 
@@ -73,20 +72,11 @@ class RuleExtractor:
                 if category is None:
                     continue
                 seen.add(sentence.casefold())
-                valid_from, valid_to = _validity(sentence, said_at)
+                valid_from, valid_to = read_validity(sentence, said_at)
                 drafts.append(MemoryDraft(content=sentence, category=category, source="user_input",
                                           metadata={"extracted_from": message.message_id},
                                           valid_from=valid_from, valid_to=valid_to))
         return drafts
-
-
-def _validity(sentence: str, said_at: datetime) -> tuple[datetime | None, datetime | None]:
-    """The sentence's validity, its patterns loaded only for a sentence with a date-like word."""
-    if not _DATE_HINT.search(sentence):
-        return None, None
-    from ._dates import read_validity
-
-    return read_validity(sentence, said_at)
 
 
 class ExtractiveSummarizer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -214,3 +215,60 @@ def test_rows_first_kept_aside_move_into_the_arrays_once_they_reach_them() -> No
         directory.put(rowid, 0, rowid + 1)
     assert not directory.far
     assert directory.get(500) == (0, 0) and directory.locate(np.array([500, 39]))[1].tolist() == [0, 40]
+
+
+def cached_row(rowid: int, category: str, importance: float, accessed: int | None) -> tuple[Any, ...]:
+    """A row as `_ScopeBlock.put` takes it (`_CACHE_COLUMNS` order, vector as bytes)."""
+    return (rowid, unit_vectors(1, seed=rowid % 1000)[0].tobytes(), None, category, None, importance,
+            1_000_000 * rowid, accessed, rowid % 5)
+
+
+def test_live_rows_are_read_alike_inside_the_arrays_beyond_them_and_after_moving_in() -> None:
+    directory = SmallReach()
+    block = directory.new_block(("default", "u"))
+    block.put([cached_row(500, "event", 0.5, 7_000_000)])  # beyond 64 with one row held: kept aside
+    block.put([cached_row(r, ["fact", "task"][r % 2], r / 100, None) for r in range(3)])
+    asked = np.array([500, 1, 2, 45])  # 45: not held
+    numbers, slots = directory.locate(asked)
+    live, categories = directory.live_rows(asked, numbers, slots)
+    assert categories == ["event", "task", "fact", None]
+    assert live[0].tolist() == [0.5, 500_000_000.0, 7_000_000.0, 0.0] and live[1].tolist()[0] == 0.01
+    assert np.isnan(live[3, 1]) and np.isnan(live[3, 2])
+    block.put([cached_row(r, "task", 0.2, None) for r in range(3, 40)])  # 41 rows held: 500 is in reach
+    assert not directory.far
+    numbers, slots = directory.locate(asked)
+    moved, categories = directory.live_rows(asked, numbers, slots)
+    assert categories == ["event", "task", "fact", None] and moved[:3].tolist() == live[:3].tolist()
+
+
+def test_live_inputs_over_every_user_are_each_stored_rows_own(tmp_path: Path) -> None:
+    clock = FakeClock()
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=clock)
+    vectors = unit_vectors(80, seed=5)
+    ids = [mem.save(f"memory number {i}", user_id=f"u{i % 6}", category=["fact", "event", "task"][i % 3],
+                    importance=(i % 10) / 10, vector=v).memory_id for i, v in enumerate(vectors)]
+    for vector in vectors[:20]:  # recall bonuses: importances, access times and counts move
+        mem.recall("memory", user_id=None, top_k=5, query_vector=vector)
+        clock.advance(minutes=7)
+    mem.delete(ids[7])
+    mem.update(ids[8], content="memory number 8, said again")
+    mem.backend.flush()
+    mem.nearest(vectors[0], user_id=None)  # the cache takes in what changed
+    with mem.backend._read() as conn:
+        rowid_of = dict(conn.execute("SELECT memory_id, rowid FROM memories").fetchall())
+    cache = next(iter(mem.backend._caches.values()))
+    now = clock()
+    assert ids[7] not in rowid_of  # deleted: its row went
+    inputs = cache.live_inputs([*(rowid_of.get(i, -1) for i in ids), max(rowid_of.values()) + 100],
+                               _sqlite.to_micros(now))
+    for n, memory_id in enumerate(ids):
+        record = mem.get(memory_id)
+        if record is None:
+            assert inputs.categories[n] is None and np.isnan(inputs.ages[n])
+            continue
+        assert inputs.categories[n] == record.category
+        assert inputs.ages[n] == (now - (record.last_accessed_at or record.created_at)).total_seconds()
+        assert (inputs.access_counts[n], inputs.importances[n]) == (record.access_count, record.importance)
+    assert inputs.categories[-1] is None and np.isnan(inputs.ages[-1])
+    assert any(mem.get(i).access_count for i in ids)
+    mem.close()

@@ -5,6 +5,8 @@ from the rows."""
 from __future__ import annotations
 
 import random
+import sqlite3
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -189,3 +191,88 @@ def test_calibration_from_the_indexed_terms_gives_the_relevances_of_analysing_ea
         from_contents = hits()
         assert all(c.indexed_terms is None for c in searched)
     assert from_index == from_contents
+
+
+@pytest.fixture
+def ranked_alongside(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the thread each full-text ranking started alongside the vector scan ran on."""
+    import polymem._sqlite
+
+    threads: list[str] = []
+    original = polymem._sqlite.alongside
+
+    def recorded(work: Any, *args: Any) -> Any:
+        def run(*given: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return work(*given)
+
+        return original(run, *args)
+
+    monkeypatch.setattr(polymem._sqlite, "alongside", recorded)
+    return threads
+
+
+def test_text_matches_ranked_alongside_the_vector_scan_are_those_ranked_in_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ranked_alongside: list[str]) -> None:
+    rng = random.Random(11)
+    queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(15)]
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(150):
+            mem.save(" ".join(rng.choices(WORDS, k=6)) + f" entry {i}", user_id="ann")
+
+        def hits() -> list[list[tuple[str, float, float | None]]]:
+            return [[(h.memory.memory_id, h.relevance, h.text_rank) for h in mem.recall(q, user_id="ann", top_k=20)]
+                    for q in queries]
+
+        alongside = hits()
+        assert len(ranked_alongside) == len(queries)
+        assert threading.current_thread().name not in ranked_alongside
+        monkeypatch.setattr("polymem._scan._WORKERS", 1)  # one core: each search ranks its text in turn
+        in_turn = hits()
+        assert len(ranked_alongside) == len(queries)
+    assert alongside == in_turn
+
+
+def test_a_search_inside_a_write_transaction_ranks_the_text_it_wrote(tmp_path: Path,
+                                                                     ranked_alongside: list[str]) -> None:
+    from polymem._backend import NewRecord, SearchRequest
+    from polymem._storage import Batch, Insert, Search
+    from polymem._text import content_hash, terms
+
+    embedder = WordVectors()
+    clock = Clock()
+    with open_store(tmp_path / "m.db", clock) as mem:
+        for i in range(30):
+            mem.save(f"{'lisbon' if i % 10 == 0 else 'acme'} museum ticket {i}", user_id="ann")
+    backend = SQLiteBackend(tmp_path / "m.db")
+    try:
+        vector = np.array(embedder.embed(["lisbon hotel window"])[0], dtype=np.float32)
+        record = polymem.MemoryRecord(memory_id="new", content="lisbon hotel window", user_id="ann",
+                                      created_at=clock.now, updated_at=clock.now,
+                                      embedding_model=embedder.model_id, namespace="default", category="fact",
+                                      source="api", importance=0.5, agent_id=None, session_id=None)
+        request = SearchRequest("default", "ann", None, None, None, vector, embedder.model_id,
+                                tuple(terms("lisbon hotel")), clock.now, 20)
+        backend.search(request)  # the vectors held, the store's scope the whole table
+        assert ranked_alongside  # outside a transaction the text is ranked alongside
+        ranked_alongside.clear()
+        _, found = backend.apply(Batch(Insert([NewRecord(record, vector, content_hash(record.content), None,
+                                                         tuple(terms(record.content)))], clock.now),
+                                       Search(request)))
+    finally:
+        backend.close()
+    assert "new" in [c.id for c in found if c.text_rank is not None]
+    assert not ranked_alongside  # a second connection would not see the row it ranks
+
+
+def test_closing_the_store_closes_the_connection_that_ranks_alongside(tmp_path: Path,
+                                                                       ranked_alongside: list[str]) -> None:
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(20):
+            mem.save(f"the acme invoice {i}", user_id="ann")
+        mem.recall("acme invoice", user_id="ann")
+        backend = mem._transport.records
+        side = backend._side
+    assert ranked_alongside and side is not None
+    with pytest.raises(sqlite3.ProgrammingError):
+        side.execute("SELECT 1")

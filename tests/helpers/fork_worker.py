@@ -1,17 +1,38 @@
 """Open a store with an embedder, use it, fork, and use it again in the child.
 
-`python fork_worker.py <sqlite path> torch|onnx:<model dir>` prints the child's recall, or
-"hung" when the child did not finish within the timeout."""
+`python fork_worker.py <sqlite path> torch|onnx:<model dir>|words` prints the child's recall, or
+"hung" when the child did not finish within the timeout. `words` is a model-free embedder: each
+word a direction of its own."""
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import sys
+
+import numpy as np
 
 import polymem
 
 
-def embedder_named(name: str) -> polymem.SentenceTransformerEmbedder | polymem.OnnxEmbedder:
+class Words:
+    model_id = "test/words"
+    dimension = 16
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vector = np.full(self.dimension, 0.01)
+            for word in text.lower().split():
+                seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+                vector += np.random.default_rng(seed).normal(size=self.dimension)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out
+
+
+def embedder_named(name: str) -> polymem.SentenceTransformerEmbedder | polymem.OnnxEmbedder | Words:
+    if name == "words":
+        return Words()
     if name == "torch":
         return polymem.SentenceTransformerEmbedder()
     return polymem.OnnxEmbedder(name.removeprefix("onnx:"))
@@ -28,7 +49,9 @@ if __name__ == "__main__":
     EMBEDDER = embedder_named(name)
     with polymem.open(f"sqlite:///{path}", embedder=EMBEDDER) as mem:  # the parent uses the model before forking
         mem.save("The user prefers dark roast coffee " * 20, user_id="u")
-        mem.recall("coffee", user_id="u")
+        mem.save("The staging cluster was moved to Lisbon", user_id="u")
+        mem.save("Green tea in the morning", user_id="u")
+        mem.recall("coffee staging", user_id="u")
     context = multiprocessing.get_context("fork")
     results: multiprocessing.Queue[str] = context.Queue()
     worker = context.Process(target=child, args=(path, name, results))

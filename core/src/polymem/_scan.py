@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,31 @@ ROW_BY_ROW = 1_024
 _WORKERS = min(4, os.cpu_count() or 1)  # threads for a large product, counted once
 _POOL: ThreadPoolExecutor | None = None
 _BLAS: Any = None
+
+T = TypeVar("T")
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(_WORKERS - 1, thread_name_prefix="polymem-alongside")
+    return _POOL
+
+
+def _forget_pool() -> None:
+    """A forked child has none of its parent's threads: a pool of them would take work and never do it."""
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def alongside(work: Callable[..., T], *args: Any) -> Future[T] | None:
+    """`work(*args)` started on another core while the caller goes on; None on a single core (the
+    caller then does it itself). For work that releases the GIL, as a SQLite statement or a scan
+    does: the caller's own scan and a full-text query then take the time of the longer one."""
+    return _pool().submit(work, *args) if _WORKERS > 1 else None
 
 
 def _single_threaded_blas() -> Any:
@@ -47,16 +72,13 @@ def _on_cores(product: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], matr
 
     Two cores read memory faster than one; plain threads just queue on a busy machine, where
     BLAS's or OpenMP's own threads spin while they wait and collapse."""
-    global _POOL
     out = np.empty(len(matrix), dtype=np.float32)
     workers = _WORKERS
     if len(matrix) < PARALLEL_ROWS or workers == 1:
         product(matrix, query, out)
         return out
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(workers - 1, thread_name_prefix="polymem-matvec")
     bounds = np.linspace(0, len(matrix), workers + 1).astype(int)
-    parts = [_POOL.submit(product, matrix[a:b], query, out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
+    parts = [_pool().submit(product, matrix[a:b], query, out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
     product(matrix[: bounds[1]], query, out[: bounds[1]])
     for part in parts:
         part.result()

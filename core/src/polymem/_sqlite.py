@@ -19,11 +19,12 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlencode
 
 import numpy as np
@@ -54,7 +55,7 @@ from ._errors import (
 )
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
-from ._scan import APPROX_ROWS, bounds, products, quantize, row_products, shortlist
+from ._scan import APPROX_ROWS, alongside, bounds, products, quantize, row_products, shortlist
 from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._text import analyzer_id, check_language, language_of, terms
 from ._time import to_iso
@@ -898,6 +899,32 @@ class _VectorCache:
         return [b for (ns, _), b in self.blocks.items() if ns == namespace]
 
 
+# FTS5's best matches by BM25 over the memories' bodies (the scope column weighs nothing)
+_BEST_MATCHES = ("SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
+                 "ORDER BY rank LIMIT ?")
+
+
+def _whole_table_match(terms: Sequence[str]) -> str:
+    """The match of a scope that is the whole table: any term, in the body. Not its scope token,
+    which matches every row: ANDing it reads its whole posting list (100k rows: 3.2 ms even for a
+    term in one row), while the filters keep the scope all the same."""
+    return "body : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+
+
+class _FullTextQuery(NamedTuple):
+    """What a search asks of the full-text index: its selective `terms` over the rows of `scope`
+    (`scope_rows` of them; `whole_table` when they are the table's `table_rows`), and the match
+    `_best_matches_held` ranks when that path applies."""
+
+    terms: tuple[str, ...]
+    docs: dict[str, int]
+    table_rows: int
+    scope: str
+    scope_rows: int
+    whole_table: bool
+    held_match: str | None
+
+
 class SQLiteBackend(Backend):
     """SQLite storage: a file path, or None for a private in-process database. `language` is
     the one its full text is analysed in (None: the one it was indexed in, English for a new store);
@@ -931,6 +958,7 @@ class SQLiteBackend(Backend):
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_stop = False
         self._commits_since_checkpoint = 0
+        self._side: sqlite3.Connection | None = None  # `_ranked_alongside`'s
         with _translated(self.url):
             try:
                 self._connect(target, uri, busy_timeout_ms, durability)
@@ -957,6 +985,7 @@ class SQLiteBackend(Backend):
         self._bookkeeping = Bookkeeping(self._write_bonuses, "polymem-bookkeeping")
 
     def _connect(self, target: str, uri: bool, busy_timeout_ms: int, durability: str) -> None:
+        self._target = (target, uri, busy_timeout_ms)
         self._conn = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
                                      check_same_thread=False, uri=uri)
         try:
@@ -1467,15 +1496,19 @@ class SQLiteBackend(Backend):
             if request.query_vector is not None:
                 cache = self._cache(conn, request.model_id,
                                     (request.namespace, request.user_id, request.user_id is None), counters)
-                allowed: np.ndarray | None = None
-                if needs_sql_scope:
-                    where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,
-                                                    request.category, request.filter)
-                    allowed = np.array([r[0] for r in conn.execute(
-                        f"SELECT m.rowid FROM memories m WHERE {where} AND m.status = 'active'", params)],
-                        dtype=np.int64)
-                similarities = self._vector_candidates(cache, request, now_us, allowed)
-            ranks, found = self._text_candidates(conn, request, now_us, seq, cache) if request.terms else ({}, {})
+            text = self._full_text_query(conn, request, seq, cache) if request.terms else None
+            with self._ranked_alongside(text, request.limit) as window:
+                if cache is not None and request.query_vector is not None:
+                    allowed: np.ndarray | None = None
+                    if needs_sql_scope:
+                        where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id,
+                                                        request.category, request.filter)
+                        allowed = np.array([r[0] for r in conn.execute(
+                            f"SELECT m.rowid FROM memories m WHERE {where} AND m.status = 'active'", params)],
+                            dtype=np.int64)
+                    similarities = self._vector_candidates(cache, request, now_us, allowed)
+                ranks, found = self._text_candidates(conn, request, now_us, seq, text, cache, window) \
+                    if text is not None else ({}, {})
             wanted = list(dict.fromkeys([*similarities, *ranks]))
             if not wanted:
                 return []
@@ -1640,36 +1673,71 @@ class SQLiteBackend(Backend):
             last = batch[-1][0]
             self._count_terms(conn, (body for _, body in batch), 1)
 
-    def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int, seq: int,
-                         cache: _VectorCache | None = None) -> tuple[dict[int, float], dict[int, tuple[Any, ...]]]:
-        """Full-text matches ranked by BM25 over the asking scope's own statistics (rowid -> rank),
-        and the rows (rowid, `_SCORED_COLUMNS`) of those whose scoring columns it read on the way.
-        With the vector `cache` of the scope, which rows are in the scope and live is read there.
-
-        A name in every second memory of one user is no rarer for that user because a hundred
-        other users never say it: term weights come from the scope's rows, not the table's."""
+    def _full_text_query(self, conn: sqlite3.Connection, request: SearchRequest, seq: int,
+                         cache: _VectorCache | None) -> _FullTextQuery | None:
+        """What `request` asks of the full-text index (None: none of its terms is selective)."""
         docs = self._document_frequencies(conn, request.terms, seq)
         table_rows = self._fts_row_count(conn, seq)
         selective = selective_terms(request.terms, docs, table_rows, with_vector=request.query_vector is not None)
         if not selective:
-            return {}, {}
+            return None
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
+        scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows, seq)
+        held_match = None
+        if whole_table and cache is not None and request.agent_id is None and request.category is None \
+                and not request.filter and cache.holds(request.namespace, request.user_id, request.user_id is None):
+            held_match = _whole_table_match(selective)
+        return _FullTextQuery(tuple(selective), docs, table_rows, scope, scope_rows, whole_table, held_match)
+
+    @contextmanager
+    def _ranked_alongside(self, text: _FullTextQuery | None,
+                          limit: int) -> Iterator[Future[sqlite3.Cursor] | None]:
+        """FTS5's best matches for `text`'s held match (`_best_matches_held`), ranked on another
+        core by a second connection while this thread scans the vectors (None: ranked in turn).
+
+        The statement's first step ranks every match; its cursor comes back to read the rest. Not
+        inside a write transaction, whose rows only this connection sees, nor in memory."""
+        window = None
+        if text is not None and text.held_match is not None and self.path is not None and not self._in_write:
+            if self._side is None:
+                target, uri, busy_timeout_ms = self._target
+                self._side = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                             check_same_thread=False, uri=uri)
+                self._side.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+                self._side.execute("PRAGMA query_only = 1")
+            window = alongside(self._side.execute, _BEST_MATCHES, (text.held_match, 2 * limit))
+        try:
+            yield window
+        finally:
+            if window is not None:  # the connection is free again only once its statement ran
+                wait([window])
+
+    def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int, seq: int,
+                         text: _FullTextQuery, cache: _VectorCache | None = None,
+                         window: Future[sqlite3.Cursor] | None = None,
+                         ) -> tuple[dict[int, float], dict[int, tuple[Any, ...]]]:
+        """Full-text matches ranked by BM25 over the asking scope's own statistics (rowid -> rank),
+        and the rows (rowid, `_SCORED_COLUMNS`) of those whose scoring columns it read on the way.
+        With the vector `cache` of the scope, which rows are in the scope and live is read there;
+        `window`: the held match's best already ranked (`_ranked_alongside`).
+
+        A name in every second memory of one user is no rarer for that user because a hundred
+        other users never say it: term weights come from the scope's rows, not the table's."""
+        selective, docs, table_rows, scope, scope_rows = text.terms, text.docs, text.table_rows, text.scope, \
+            text.scope_rows
         where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,
                                         request.filter)
         # CROSS JOIN: the full-text match drives; probing it once per row of the user's is O(rows)
         matches = ("FROM memory_fts f CROSS JOIN memories m ON m.rowid = f.rowid "
                    f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
                    "AND (m.expire_at IS NULL OR m.expire_at > ?)")
-        scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows, seq)
-        if whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
-            # and its token matches every row: ANDing it reads its whole posting list (100k rows:
-            # 3.2 ms even for a term in one row), while `where` keeps the scope all the same.
-            quoted = " OR ".join('"' + t.replace('"', '""') + '"' for t in selective)
-            match = f"body : ({quoted})"
-            if cache is not None and request.agent_id is None and request.category is None and not request.filter \
-                    and cache.holds(request.namespace, request.user_id, request.user_id is None):
-                held = self._best_matches_held(conn, cache, match, request, now_us, where, params)
+        if text.whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
+            match = _whole_table_match(selective)
+            if text.held_match is not None and cache is not None:
+                ranked = window.result() if window is not None else conn.execute(
+                    _BEST_MATCHES, (match, 2 * request.limit))
+                held = self._best_matches_held(conn, cache, ranked.fetchall(), request, now_us, where, params)
                 if held is not None:
                     best = min((rank for _, rank in held), default=0.0)
                     return {rowid: (rank / best if best < 0 else 1.0) for rowid, rank in held}, {}
@@ -1699,17 +1767,17 @@ class SQLiteBackend(Backend):
         return {int(rowid): (score / best if best > 0 else 1.0) for rowid, score in top}, {}
 
     @staticmethod
-    def _best_matches_held(conn: sqlite3.Connection, cache: _VectorCache, match: str, request: SearchRequest,
-                           now_us: int, where: str, params: Sequence[Any]) -> builtins.list[tuple[int, float]] | None:
-        """`_best_matches_first` for a scope whose vectors `cache` holds, as (rowid, rank), without
-        reading `memories`: a match the scope's blocks hold is active, in scope and live if its
-        expiry says so; one another scope's block holds is not in scope; only a match no block
-        holds (no vector of this model) is looked up. A recall then reads the rows of the matches
-        it can use (`SearchRequest.worth_reading`), not of every match (20k memories: ~127 a query).
+    def _best_matches_held(conn: sqlite3.Connection, cache: _VectorCache, window: builtins.list[Any],
+                           request: SearchRequest, now_us: int, where: str,
+                           params: Sequence[Any]) -> builtins.list[tuple[int, float]] | None:
+        """`_best_matches_first` for a scope whose vectors `cache` holds, as (rowid, rank), from
+        FTS5's best 2 x `limit` matches (`window`, as `_BEST_MATCHES` ranks them) without reading
+        `memories`: a match the scope's blocks hold is active, in scope and live if its expiry says
+        so; one another scope's block holds is not in scope; only a match no block holds (no vector
+        of this model) is looked up. A recall then reads the rows of the matches it can use
+        (`SearchRequest.worth_reading`), not of every match (20k memories: ~127 a query).
         None when fewer pass and more matches exist."""
         limit = request.limit
-        window = conn.execute("SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts "
-                              "WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?", (match, 2 * limit)).fetchall()
         if not window:
             return []
         ids = np.fromiter((row[0] for row in window), dtype=np.int64, count=len(window))
@@ -2133,3 +2201,5 @@ class SQLiteBackend(Backend):
                 except sqlite3.Error:
                     pass
             self._conn.close()
+            if self._side is not None:
+                self._side.close()

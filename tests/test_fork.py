@@ -32,4 +32,4 @@ def test_a_forked_child_embeds_with_the_onnx_model_its_parent_used(tmp_path: Pat
 
 def test_a_forked_child_searches_on_two_cores_as_its_parent_did(tmp_path: Path) -> None:
     # the parent's recall started the thread that ranks full text alongside a vector scan
-    assert run_forked(tmp_path, "words") == "The staging database runs on port 5433"
+    assert run_forked(tmp_path, "hash") == "The staging database runs on port 5433"

@@ -1,38 +1,21 @@
 """Open a store with an embedder, use it, fork, and use it again in the child.
 
-`python fork_worker.py <sqlite path> torch|onnx:<model dir>|words` prints the child's recall, or
-"hung" when the child did not finish within the timeout. `words` is a model-free embedder: each
-word a direction of its own."""
+`python fork_worker.py <sqlite path> torch|onnx:<model dir>|hash` prints the child's recall, or
+"hung" when the child did not finish within the timeout (`hash`: `polymem.testing.HashEmbedder`,
+no model)."""
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import sys
 
-import numpy as np
-
 import polymem
+from polymem.testing import HashEmbedder
 
 
-class Words:
-    model_id = "test/words"
-    dimension = 16
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vector = np.full(self.dimension, 0.01)
-            for word in text.lower().split():
-                seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
-                vector += np.random.default_rng(seed).normal(size=self.dimension)
-            out.append((vector / np.linalg.norm(vector)).tolist())
-        return out
-
-
-def embedder_named(name: str) -> polymem.SentenceTransformerEmbedder | polymem.OnnxEmbedder | Words:
-    if name == "words":
-        return Words()
+def embedder_named(name: str) -> polymem.SentenceTransformerEmbedder | polymem.OnnxEmbedder | HashEmbedder:
+    if name == "hash":
+        return HashEmbedder()
     if name == "torch":
         return polymem.SentenceTransformerEmbedder()
     return polymem.OnnxEmbedder(name.removeprefix("onnx:"))

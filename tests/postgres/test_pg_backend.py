@@ -3,7 +3,6 @@ snapshot migration between SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import subprocess
@@ -21,24 +20,7 @@ from polymem._backend import SearchRequest
 from polymem._engine import DEFAULT_MAX_CONTENT_CHARS
 from polymem._memory import _engine
 from polymem._storage import Insert, Update
-from polymem.testing import FakeClock
-
-
-class HashEmbedder:
-    """A small deterministic embedder (character trigrams hashed into 64 dimensions)."""
-
-    model_id = "test/hash-trigram-64"
-    dimension = 64
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            v = np.zeros(self.dimension, dtype=np.float32)
-            padded = f"  {text.lower()}  "
-            for i in range(len(padded) - 2):
-                v[int(hashlib.md5(padded[i:i + 3].encode()).hexdigest(), 16) % self.dimension] += 1.0
-            out.append((v / (np.linalg.norm(v) or 1.0)).tolist())
-        return out
+from polymem.testing import FakeClock, HashEmbedder
 
 
 def pg_memory(url: str, embedder: Any = None, clock: Any = None, namespace: str = "default") -> polymem.Memory:

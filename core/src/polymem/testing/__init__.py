@@ -21,6 +21,7 @@ client all run this same suite.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import threading
 from collections.abc import Sequence
@@ -29,8 +30,8 @@ from typing import Any
 
 from .._time import require_aware
 
-__all__ = ["FakeClock", "MemoryConformance", "RecordStoreConformance", "RecordingEmbedder", "SessionStoreConformance",
-           "call", "local_embedder"]
+__all__ = ["FakeClock", "HashEmbedder", "MemoryConformance", "RecordStoreConformance", "RecordingEmbedder",
+           "SessionStoreConformance", "call", "local_embedder"]
 
 
 class FakeClock:
@@ -71,6 +72,25 @@ def local_embedder() -> Any:
 
         _EMBEDDER = SentenceTransformerEmbedder()
     return _EMBEDDER
+
+
+class HashEmbedder:
+    """A small deterministic embedder without a model (character trigrams hashed into 64 dimensions)."""
+
+    model_id = "test/hash-trigram-64"
+    dimension = 64
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        out = []
+        for text in texts:
+            v = np.zeros(self.dimension, dtype=np.float32)
+            padded = f"  {text.lower()}  "
+            for i in range(len(padded) - 2):
+                v[int(hashlib.md5(padded[i:i + 3].encode()).hexdigest(), 16) % self.dimension] += 1.0
+            out.append((v / (np.linalg.norm(v) or 1.0)).tolist())
+        return out
 
 
 class RecordingEmbedder:

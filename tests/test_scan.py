@@ -1,11 +1,16 @@
-"""The int8 copy of the vector caches: its bounds hold and its shortlist never drops a row of the exact best."""
+"""The int8 copy of the vector caches: its bounds hold and its shortlist never drops a row of the exact best;
+and work sent to another core (`alongside`) only while a thread there is free."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
-from polymem._scan import PARALLEL_ROWS, ROW_BY_ROW, bounds, products, quantize, shortlist
+from polymem import _scan
+from polymem._scan import PARALLEL_ROWS, ROW_BY_ROW, alongside, bounds, products, quantize, shortlist
 
 
 def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
@@ -115,3 +120,48 @@ def test_scanning_leaves_the_interpreter_reference_counts_alone() -> None:
     for _ in range(200):
         bounds(codes, scales, lost, norms, matrix[0])
     assert abs(sys.getrefcount(None) - before) < 50
+
+
+@pytest.fixture
+def pool_of_one(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`alongside` with a pool of its own, of one thread (two cores)."""
+    monkeypatch.setattr(_scan, "_WORKERS", 2)
+    monkeypatch.setattr(_scan, "_POOL", None)
+    monkeypatch.setattr(_scan, "_FREE", None)
+    yield
+    if _scan._POOL is not None:
+        _scan._POOL.shutdown()
+
+
+def test_work_goes_alongside_only_while_a_thread_of_the_pool_is_free(pool_of_one: None) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> str:
+        started.set()
+        release.wait(10)
+        return "held"
+
+    first = alongside(hold)
+    assert first is not None and started.wait(10)
+    assert alongside(lambda: "queued") is None  # the caller does it itself rather than wait behind `hold`
+    release.set()
+    assert first.result(10) == "held"
+    after = alongside(lambda: "after")
+    assert after is not None and after.result(10) == "after"
+
+
+def test_work_that_failed_alongside_leaves_its_thread_free(pool_of_one: None) -> None:
+    def fail() -> None:
+        raise ValueError("no")
+
+    failed = alongside(fail)
+    assert failed is not None
+    with pytest.raises(ValueError):
+        failed.result(10)
+    after = alongside(lambda: "after")
+    assert after is not None and after.result(10) == "after"
+
+
+def test_on_one_core_work_is_not_sent_alongside(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_scan, "_WORKERS", 1)
+    assert alongside(lambda: "mine") is None

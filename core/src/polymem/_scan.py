@@ -11,6 +11,7 @@ rows lie too close together to tell apart the shortlist is long, and the caller 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -27,32 +28,50 @@ ROW_BY_ROW = 1_024
 
 _WORKERS = min(4, os.cpu_count() or 1)  # threads for a large product, counted once
 _POOL: ThreadPoolExecutor | None = None
+_FREE: threading.BoundedSemaphore | None = None  # the pool's threads not running `alongside` work
 _BLAS: Any = None
 
 T = TypeVar("T")
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
+    global _POOL, _FREE
     if _POOL is None:
         _POOL = ThreadPoolExecutor(_WORKERS - 1, thread_name_prefix="polymem-alongside")
+        _FREE = threading.BoundedSemaphore(_WORKERS - 1)
     return _POOL
 
 
 def _forget_pool() -> None:
     """A forked child has none of its parent's threads: a pool of them would take work and never do it."""
-    global _POOL
-    _POOL = None
+    global _POOL, _FREE
+    _POOL = _FREE = None
 
 
 os.register_at_fork(after_in_child=_forget_pool)
 
 
 def alongside(work: Callable[..., T], *args: Any) -> Future[T] | None:
-    """`work(*args)` started on another core while the caller goes on; None on a single core (the
-    caller then does it itself). For work that releases the GIL, as a SQLite statement or a scan
-    does: the caller's own scan and a full-text query then take the time of the longer one."""
-    return _pool().submit(work, *args) if _WORKERS > 1 else None
+    """`work(*args)` started on another core while the caller goes on, for work that releases the
+    GIL, as a SQLite statement or a scan does: the caller's own scan and a full-text query then
+    take the time of the longer one. None on a single core, or while every thread of the pool
+    runs other callers' work (searches in many threads): the caller then does it itself rather
+    than queue behind them."""
+    if _WORKERS == 1:
+        return None
+    pool = _pool()
+    assert _FREE is not None
+    if not _FREE.acquire(blocking=False):
+        return None
+    free = _FREE
+
+    def run() -> T:
+        try:
+            return work(*args)
+        finally:
+            free.release()
+
+    return pool.submit(run)
 
 
 def _single_threaded_blas() -> Any:

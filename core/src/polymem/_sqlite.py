@@ -1733,7 +1733,7 @@ class SQLiteBackend(Backend):
                    f"WHERE memory_fts MATCH ? AND {where} AND m.status = 'active' "
                    "AND (m.expire_at IS NULL OR m.expire_at > ?)")
         if text.whole_table:  # the scope is the table: its weights are bm25()'s own, ranked in SQLite
-            match = _whole_table_match(selective)
+            match = text.held_match or _whole_table_match(selective)
             if text.held_match is not None and cache is not None:
                 ranked = window.result() if window is not None else conn.execute(
                     _BEST_MATCHES, (match, 2 * request.limit))

@@ -165,3 +165,16 @@ def test_work_that_failed_alongside_leaves_its_thread_free(pool_of_one: None) ->
 def test_on_one_core_work_is_not_sent_alongside(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_scan, "_WORKERS", 1)
     assert alongside(lambda: "mine") is None
+
+
+def test_a_large_product_is_whole_while_every_thread_of_the_pool_is_busy(pool_of_one: None) -> None:
+    matrix, query = unit_rows(PARALLEL_ROWS + 1_000, 64, seed=7), unit_rows(1, 64, seed=8)[0]
+    release = threading.Event()
+    busy = alongside(release.wait, 10)
+    try:
+        product = products(matrix, query)  # its second half refused by the pool: done here
+        assert not busy.done()  # not waited for
+    finally:
+        release.set()
+    assert busy is not None and busy.result(10)
+    assert np.allclose(product, matrix @ query, atol=1e-6)

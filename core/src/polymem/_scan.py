@@ -97,9 +97,15 @@ def _on_cores(product: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], matr
         product(matrix, query, out)
         return out
     bounds = np.linspace(0, len(matrix), workers + 1).astype(int)
-    parts = [_pool().submit(product, matrix[a:b], query, out[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
+    sent = []
+    for a, b in zip(bounds[1:-1], bounds[2:]):
+        part = alongside(product, matrix[a:b], query, out[a:b])
+        if part is None:  # every helper busy (another search's text ranking): this thread does it too
+            product(matrix[a:b], query, out[a:b])
+        else:
+            sent.append(part)
     product(matrix[: bounds[1]], query, out[: bounds[1]])
-    for part in parts:
+    for part in sent:
         part.result()
     return out
 

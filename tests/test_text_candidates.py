@@ -276,3 +276,23 @@ def test_closing_the_store_closes_the_connection_that_ranks_alongside(tmp_path: 
     assert ranked_alongside and side is not None
     with pytest.raises(sqlite3.ProgrammingError):
         side.execute("SELECT 1")
+
+
+def test_a_search_that_failed_leaves_no_statement_open_on_the_connection_ranking_alongside(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ranked_alongside: list[str]) -> None:
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(30):
+            mem.save(f"{'the acme invoice' if i % 3 else 'a lisbon hotel'} {i}", user_id="ann")
+        mem.recall("acme invoice", user_id="ann")
+
+        def failing_scan(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("the scan failed")
+
+        monkeypatch.setattr(SQLiteBackend, "_vector_candidates", staticmethod(failing_scan))
+        with pytest.raises(RuntimeError):
+            mem.recall("acme invoice", user_id="ann")
+        assert len(ranked_alongside) == 2
+        conn = mem._transport.records._conn
+        conn.execute("PRAGMA busy_timeout = 0")
+        # a statement left open holds its snapshot: the WAL could not start over
+        assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0

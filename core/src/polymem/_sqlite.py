@@ -1710,8 +1710,10 @@ class SQLiteBackend(Backend):
         try:
             yield window
         finally:
-            if window is not None:  # the connection is free again only once its statement ran
+            if window is not None:  # the connection is free again only once its statement ran,
                 wait([window])
+                if window.exception() is None:  # and its rows were read or dropped: an open one holds a snapshot
+                    window.result().close()
 
     def _text_candidates(self, conn: sqlite3.Connection, request: SearchRequest, now_us: int, seq: int,
                          text: _FullTextQuery, cache: _VectorCache | None = None,
@@ -1797,7 +1799,7 @@ class SQLiteBackend(Backend):
                 f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({', '.join('?' for _ in asked)}) AND {where} "
                 "AND m.status = 'active' AND (m.expire_at IS NULL OR m.expire_at > ?)", (*asked, *params, now_us))}
             passes[unheld] = [rowid in live for rowid in asked]
-        kept = [(int(row[0]), float(row[1])) for row, ok in zip(window, passes.tolist()) if ok]
+        kept = [row for row, ok in zip(window, passes.tolist()) if ok]  # (rowid, rank) as SQLite gave them
         if len(kept) < limit and len(window) == 2 * limit:
             return None
         return kept[:limit]

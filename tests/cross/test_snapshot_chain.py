@@ -3,7 +3,6 @@ an embedder change re-embeds (never mixes); re-imports add nothing; damaged file
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -13,26 +12,7 @@ import numpy as np
 import pytest
 
 import polymem
-from polymem.testing import FakeClock
-
-
-class HashingEmbedder:
-    """A real, deterministic `polymem.Embedder` (character trigram hashing): two sizes are two models."""
-
-    def __init__(self, dimension: int) -> None:
-        self.dimension = dimension
-        self.model_id = f"test/trigram-hash-{dimension}"
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vector = np.zeros(self.dimension, dtype=np.float32)
-            padded = f"  {text.casefold()}  "
-            for i in range(len(padded) - 2):
-                vector[int(hashlib.blake2b(padded[i:i + 3].encode(), digest_size=4).hexdigest(), 16)
-                       % self.dimension] += 1.0
-            out.append((vector / (np.linalg.norm(vector) or 1.0)).tolist())
-        return out
+from polymem.testing import FakeClock, HashEmbedder
 
 
 def fill(mem: polymem.Memory, clock: FakeClock) -> None:
@@ -74,7 +54,7 @@ def clock() -> FakeClock:
 
 
 def test_sqlite_to_memory_to_sqlite_is_exact(tmp_path: Path, clock: FakeClock) -> None:
-    embedder = HashingEmbedder(64)
+    embedder = HashEmbedder(64)
     stores = [f"sqlite:///{tmp_path / 'first.db'}", f"memory://chain-{tmp_path.name}", f"sqlite:///{tmp_path / 'last.db'}"]
     with polymem.open(stores[0], embedder=embedder, clock=clock) as mem:
         fill(mem, clock)
@@ -94,7 +74,7 @@ def test_sqlite_to_memory_to_sqlite_is_exact(tmp_path: Path, clock: FakeClock) -
 
 
 def test_an_embedder_change_re_embeds_and_never_mixes(tmp_path: Path, clock: FakeClock) -> None:
-    old, new = HashingEmbedder(64), HashingEmbedder(32)
+    old, new = HashEmbedder(64), HashEmbedder(32)
     with polymem.open(f"sqlite:///{tmp_path / 'old.db'}", embedder=old, clock=clock) as mem:
         fill(mem, clock)
         original = contents(mem)

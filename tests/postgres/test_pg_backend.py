@@ -569,7 +569,9 @@ def test_models_never_mix(pg_url: str) -> None:
 class HalfHashEmbedder(HashEmbedder):
     """HashEmbedder's model id with half its dimensions (a misconfigured process)."""
 
-    dimension = 32
+    def __init__(self) -> None:
+        super().__init__()
+        self.dimension = 32
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [vector[:32] for vector in super().embed(texts)]
@@ -963,7 +965,7 @@ def test_terms_most_memories_hold_are_left_out_of_the_full_text_search_beside_a_
         backend: Any = mem.backend
         assert {"green", "tea"} <= backend.plans.term_statistics.common.keys()
         request = SearchRequest("default", "u", None, None, None, np.ones(64, dtype=np.float32),
-                                HashEmbedder.model_id, ("green", "tea", "17"), datetime.now(timezone.utc), 10)
+                                HashEmbedder().model_id, ("green", "tea", "17"), datetime.now(timezone.utc), 10)
         statements, _, _ = search_statements(backend.plans, backend.vector_cache, request)
         ranked = statements[-1].params[1]
         assert "17" in ranked and "green" not in ranked and "tea" not in ranked

@@ -75,10 +75,12 @@ def local_embedder() -> Any:
 
 
 class HashEmbedder:
-    """A small deterministic embedder without a model (character trigrams hashed into 64 dimensions)."""
+    """A small deterministic embedder without a model: character trigrams hashed into `dimension`
+    dimensions (two sizes are two models)."""
 
-    model_id = "test/hash-trigram-64"
-    dimension = 64
+    def __init__(self, dimension: int = 64) -> None:
+        self.dimension = dimension
+        self.model_id = f"test/hash-trigram-{dimension}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np

@@ -43,7 +43,8 @@ def test_the_products_of_many_rows_are_the_matrix_product() -> None:
     assert np.allclose(products(matrix, query), matrix @ query, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", ["same-signs", "large-norms", "one-spike", "query-along-a-row", "zero-rows"])
+@pytest.mark.parametrize("case", ["same-signs", "large-norms", "one-spike", "query-along-a-row", "zero-rows",
+                                  "zero-query"])
 def test_the_bounds_hold_for_awkward_vectors(case: str) -> None:
     matrix, query = unit_rows(2_000, 384, seed=3), unit_rows(1, 384, seed=4)[0]
     if case == "same-signs":
@@ -54,6 +55,8 @@ def test_the_bounds_hold_for_awkward_vectors(case: str) -> None:
         matrix[:, 7] += 3.0
     elif case == "query-along-a-row":
         query = matrix[42] * 2.5
+    elif case == "zero-query":
+        query = np.zeros_like(query)
     else:
         matrix[::3] = 0.0
     lower, upper = bounds_of(matrix, query)

@@ -239,8 +239,8 @@ class ScoringPolicy:
             relevance = text
         else:
             known = ~np.isnan(sims)
-            admitted = np.ones(n, dtype=bool) if admit_all else matched | (known & (sims >= self.admission(
-                sims[known].tolist())))
+            admitted = np.ones(n, dtype=bool) if admit_all else matched | (known & (sims >= self._admission_after(
+                float(sims[known].max()) if known.any() else 0.0)))
             # as `fuse`, operation for operation (the same floats)
             relevance = self.vector_weight * np.where(known & (sims > 0.0), sims, 0.0) \
                 + (1 - self.vector_weight) * text
@@ -290,7 +290,10 @@ class ScoringPolicy:
 
     def admission(self, similarities: Iterable[float | None]) -> float:
         """The cosine a vector candidate needs to be admitted, given every candidate's (see `relevances`)."""
-        best = max((sim for sim in similarities if sim is not None), default=0.0)
+        return self._admission_after(max((sim for sim in similarities if sim is not None), default=0.0))
+
+    def _admission_after(self, best: float) -> float:
+        """`admission` where the closest candidate's cosine is `best`."""
         return min(self.min_similarity, max(self.relative_floor, best - self.relative_margin))
 
     @staticmethod
@@ -371,4 +374,4 @@ def _floats(values: Sequence[float | None] | np.ndarray, n: int) -> np.ndarray:
     """`values` as float64, NaN for None."""
     if isinstance(values, np.ndarray):
         return values.astype(np.float64, copy=False)
-    return np.fromiter((np.nan if v is None else v for v in values), np.float64, n)
+    return np.array(values, dtype=np.float64).reshape(n)  # (numpy makes None NaN itself)

@@ -23,6 +23,8 @@ from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
@@ -1516,10 +1518,10 @@ class SQLiteBackend(Backend):
                 similarities.update(self._cosines(cache, [rid for rid in ranks if rid not in similarities],
                                                   request.query_vector))
             if request.worth_reading is not None:
-                nan = float("nan")
+                nan = repeat(float("nan"))  # (`map` of `dict.get`: no Python step per candidate)
                 keep = request.worth_reading(
-                    np.fromiter((similarities.get(rid, nan) for rid in wanted), np.float64, len(wanted)),
-                    np.fromiter((ranks.get(rid, nan) for rid in wanted), np.float64, len(wanted)),
+                    np.fromiter(map(similarities.get, wanted, nan), np.float64, len(wanted)),
+                    np.fromiter(map(ranks.get, wanted, nan), np.float64, len(wanted)),
                     None if cache is None else cache.live_inputs(wanted, now_us))
                 wanted = [rid for rid, kept in zip(wanted, keep.tolist()) if kept]
             unread = [rid for rid in wanted if rid not in found]
@@ -1741,7 +1743,7 @@ class SQLiteBackend(Backend):
                     _BEST_MATCHES, (match, 2 * request.limit))
                 held = self._best_matches_held(conn, cache, ranked.fetchall(), request, now_us, where, params)
                 if held is not None:
-                    best = min((rank for _, rank in held), default=0.0)
+                    best = min(map(itemgetter(1), held), default=0.0)
                     return {rowid: (rank / best if best < 0 else 1.0) for rowid, rank in held}, {}
             rows = self._best_matches_first(conn, match, where, params, now_us, request.limit)
             if rows is None:
@@ -1782,7 +1784,7 @@ class SQLiteBackend(Backend):
         limit = request.limit
         if not window:
             return []
-        ids = np.fromiter((row[0] for row in window), dtype=np.int64, count=len(window))
+        ids = np.fromiter(map(itemgetter(0), window), dtype=np.int64, count=len(window))
         numbers, slots = cache.directory.locate(ids)
         passes = np.zeros(len(ids), dtype=bool)
         # the blocks holding a match, not every block of the scope (over every user: 100 blocks

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -794,57 +794,59 @@ class Engine:
             hits = self._in_context(hits)
         if when is not None:
             hits = self._in_time(hits, *when)
-        hits = yield from self._first_fetched(hits, keep)
-        if admit_all and len(hits) < top_k and not cut and now_only:
-            hits += (yield from self._unmatched(hits, top_k, now, user_id, agent_id, category, filter))
+        results: builtins.list[RecallHit] = yield from self._first_fetched(hits, keep)
+        if admit_all and len(results) < top_k and not cut and now_only:
+            results += (yield from self._unmatched(results, top_k, now, user_id, agent_id, category, filter))
         # (a text this classifier screened on its way in gets the verdict it got then: not classified again)
-        withheld = {h.memory.memory_id: reasons for h in hits
+        withheld = {h.memory.memory_id: reasons for h in results
                     if (reasons := self.guard.reasons(h.memory, blocked, classify=h.memory.memory_id not in screened))}
-        hits = [h for h in hits if h.memory.memory_id not in withheld]
+        results = [h for h in results if h.memory.memory_id not in withheld]
         if depth:  # after the read guard: what it withholds never reaches the reranker's model
-            hits = yield from self._rerank(query, hits, depth)
+            results = yield from self._rerank(query, results, depth)
             if min_relevance is not None:
-                hits = [h for h in hits if h.relevance >= min_relevance]
-        hits = hits[:top_k]
-        if explain and hits:
+                results = [h for h in results if h.relevance >= min_relevance]
+        results = results[:top_k]
+        if explain and results:
             for index, found in enumerate(queries):
-                group = [h for h in hits if found_by.get(h.memory.memory_id, 0) == index]
+                group = [h for h in results if found_by.get(h.memory.memory_id, 0) == index]
                 if group:
                     yield from self._explain_terms(group, terms_of_queries[index],
                                                    with_vector=self.embedder is not None)
                 for hit in group if len(queries) > 1 else ():
                     if hit.explanation is not None:
                         hit.explanation["query"] = {"text": found, "variant": index}
-        if self.scoring.reinforce and hits and now_only:  # the past uses nothing now
-            bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(hits)]
+        if self.scoring.reinforce and results and now_only:  # the past uses nothing now
+            bonuses = [(h.memory.memory_id, self.scoring.reinforcement(rank)) for rank, h in enumerate(results)]
             yield Reinforce(self.namespace, bonuses, now)
-        return RecallResult(hits, withheld_summary(withheld))
+        return RecallResult(results, withheld_summary(withheld))
 
-    def _first_fetched(self, hits: builtins.list[RecallHit], count: int) -> Plan:
-        """The first `count` hits, each with its record: those carrying a bare candidate get theirs
-        fetched, in one read, and one whose memory went since the search gives its place to the next."""
+    def _first_fetched(self, hits: builtins.list[_Ranked], count: int) -> Plan:
+        """The first `count` hits as `RecallHit`s, each with its record: those carrying a bare
+        candidate get theirs fetched, in one read, and one whose memory went since the search gives
+        its place to the next."""
         out: builtins.list[RecallHit] = []
         while hits and len(out) < count:
             batch, hits = hits[:count - len(out)], hits[count - len(out):]
             bare = {h.memory.memory_id for h in batch if not isinstance(h.memory, MemoryRecord)}
             if bare:
                 batch = _with_records(batch, bare, (yield from self._records_of(batch, bare)))
-            out += batch
+            out += [RecallHit(h.memory, h.score, h.relevance, h.similarity, h.text_rank, h.live_score, h.explanation)
+                    for h in batch if isinstance(h.memory, MemoryRecord)]
         return out
 
-    def _records_of(self, hits: builtins.list[RecallHit], ids: set[str]) -> Plan:
+    def _records_of(self, hits: builtins.list[_Ranked], ids: set[str]) -> Plan:
         """The records of the hits `ids` name (by id; a memory gone since the search left out):
         made from what the search read where it read whole rows (`Candidate.full`), else fetched."""
         records: dict[str, MemoryRecord] = {}
         for hit in hits:
-            found: MemoryRecord | Candidate = hit.memory  # a bare candidate until fetched (see `rank`)
+            found = hit.memory  # a bare candidate until fetched (see `rank`)
             if isinstance(found, Candidate) and found.full is not None and found.memory_id in ids:
                 records[found.memory_id] = found.full()
         if unread := ids - records.keys():
             records.update((r.memory_id, r) for r in (yield GetRecords(self.namespace, builtins.list(unread))))
         return records
 
-    def _calibrate(self, hits: builtins.list[RecallHit], queries: Sequence[Sequence[str]],
+    def _calibrate(self, hits: builtins.list[_Ranked], queries: Sequence[Sequence[str]],
                    names: Sequence[Sequence[str]], found_by: dict[str, int], user_id: str | None,
                    best: Sequence[str | None], held: Mapping[str, Collection[str]]) -> Plan:
         """The hits with absolute relevances, in recall's order again (`best`: the id of each
@@ -893,11 +895,9 @@ class Engine:
         grounds = [policy.grounding(sum(docs.get(t, 0) > 0 for t in named) / len(named)) if named else 1.0
                    for named in names]
         vector_mode = self.embedder is not None
-        out = []
         for hit in hits:
             index = found_by.get(hit.memory.memory_id, 0)
             if hit.text_rank is None and grounds[index] == 1.0:
-                out.append(hit)
                 continue
             text = None if hit.text_rank is None else min(hit.text_rank * scales[index],
                                                           covers.get(hit.memory.memory_id, 1.0))
@@ -909,30 +909,28 @@ class Engine:
                 hit.explanation["relevance"]["value"] = relevance
                 hit.explanation["relevance"]["grounding"] = grounds[index]
                 hit.explanation["score"] = score
-            out.append(_rescored(hit, score, relevance))
-        out.sort(key=hit_order)
-        return out
+            hit.rescore(score, relevance)
+        hits.sort(key=hit_order)
+        return hits
 
-    def _in_context(self, hits: builtins.list[RecallHit]) -> builtins.list[RecallHit]:
+    def _in_context(self, hits: builtins.list[_Ranked]) -> builtins.list[_Ranked]:
         """The hits ordered by their relevance in context (`ScoringPolicy.in_context`): a memory
         written within `context_minutes` of a more relevant one ranks higher for it, as the turn
         that answers a question ranks with the turn that words it. Relevances stay as they were,
         so that a threshold reads the memory's own."""
         policy = self.scoring
         context = policy.context([h.relevance for h in hits], [h.memory.created_at for h in hits]).tolist()
-        out = []
         for hit, near in zip(hits, context):
             if near == 0.0:
-                out.append(hit)
                 continue
             score = policy.blend(policy.in_context(hit.relevance, near), hit.live_score)
             if hit.explanation is not None:
                 hit.explanation["context"] = {"relevance": near, "weight": policy.context_weight,
                                               "minutes": policy.context_minutes}
                 hit.explanation["score"] = score
-            out.append(_rescored(hit, score, hit.relevance))
-        out.sort(key=hit_order)
-        return out
+            hit.rescore(score, hit.relevance)
+        hits.sort(key=hit_order)
+        return hits
 
     def _asked_time(self, query: str, now: datetime) -> tuple[tuple[date, date] | None, bool] | None:
         """The time `query` asks for: (the period it names, or None; whether it asks for a time
@@ -943,14 +941,13 @@ class Engine:
         period, asks = read_period(query, now), asks_when(query)
         return (period, asks) if period is not None or asks else None
 
-    def _in_time(self, hits: builtins.list[RecallHit], period: tuple[date, date] | None,
-                 asks: bool) -> builtins.list[RecallHit]:
+    def _in_time(self, hits: builtins.list[_Ranked], period: tuple[date, date] | None,
+                 asks: bool) -> builtins.list[_Ranked]:
         """The hits ordered by the time their query asks for (`ScoringPolicy.in_time`): a memory
         neither written in the period the query names nor stating a day in it, and for a question
         asking when, a memory stating no time, ranks by less of its score. Relevances stay as
         they were, so that a threshold reads the memory's own."""
         policy = self.scoring
-        out = []
         for hit in hits:
             written = hit.memory.created_at
             stated = read_date(hit.memory.content, written) if isinstance(hit.memory, MemoryRecord) else None
@@ -964,9 +961,10 @@ class Engine:
                     "in_period": in_period, "asks_when": asks,
                     "stated": None if stated is None else stated.isoformat(), "weight": policy.time_weight}
                 hit.explanation["score"] = score
-            out.append(_rescored(hit, score, hit.relevance) if misses else hit)
-        out.sort(key=hit_order)
-        return out
+            if misses:
+                hit.rescore(score, hit.relevance)
+        hits.sort(key=hit_order)
+        return hits
 
     def _rerank_depth(self, rerank: Any, rerank_top: Any) -> int:
         """How many candidates this recall's reranker sees (0: no rerank)."""
@@ -1176,7 +1174,7 @@ class Engine:
                 for live in (policy.live_score(r, now),)][:top_k - len(hits)]
 
     def rank(self, candidates: Sequence[Candidate], now: datetime, *, vector_mode: bool, admit_all: bool = False,
-             explain: bool = False, best: int | None = None) -> builtins.list[RecallHit]:
+             explain: bool = False, best: int | None = None) -> builtins.list[_Ranked]:
         """Admit relevant candidates (all of them with `admit_all`), blend relevance with the live
         score, order by score, and keep the `best` first (all by default); with `explain`, each hit
         also carries the parts of its score, from these same computations."""
@@ -1228,8 +1226,7 @@ class Engine:
                               "formula": "score = relevance * ((1 - live_weight) + live_weight * live)"},
                 }
             # Until the top-k is fetched, a hit may carry the bare candidate.
-            hits.append(RecallHit(c.record or c, score, relevance,  # type: ignore[arg-type]
-                                  c.similarity, c.text_rank, live, why))
+            hits.append(_Ranked(c.record or c, score, relevance, c.similarity, c.text_rank, live, why))
         return hits
 
     def _explain_terms(self, hits: builtins.list[RecallHit], query: Sequence[str], *, with_vector: bool) -> Plan:
@@ -1652,9 +1649,31 @@ class Engine:
         return (yield from self._live_session(spec))
 
 
-def hit_order(hit: RecallHit) -> tuple[float, datetime, str]:
+@dataclass(slots=True)
+class _Ranked:
+    """A hit while recall ranks it, with `RecallHit`'s fields: its memory is the search's bare
+    candidate until the first k are fetched (`Engine._first_fetched`), and the steps that score it
+    anew (calibration, context, time) change it in place. A recall makes ~100 of them: a frozen
+    `RecallHit` takes 3x as long to make."""
+
+    memory: MemoryRecord | Candidate
+    score: float
+    relevance: float
+    similarity: float | None
+    text_rank: float | None
+    live_score: float
+    explanation: dict[str, Any] | None = None
+
+    def rescore(self, score: float, relevance: float) -> None:
+        self.score, self.relevance = score, relevance
+
+
+_Hit = TypeVar("_Hit", RecallHit, _Ranked)
+
+
+def hit_order(hit: RecallHit | _Ranked) -> tuple[float, datetime, str]:
     """Recall's order: best score first; among equals, the older memory."""
-    return order_key(hit.score, hit.memory, getattr(hit.memory, "memory_id", ""))
+    return order_key(hit.score, hit.memory, hit.memory.memory_id)
 
 
 def order_key(score: float, memory: Any, memory_id: str) -> tuple[float, datetime, str]:
@@ -1662,14 +1681,14 @@ def order_key(score: float, memory: Any, memory_id: str) -> tuple[float, datetim
     return -score, memory.created_at, memory_id
 
 
-def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.list[RecallHit], dict[str, int]]:
+def merge_by_score(rankings: Sequence[Sequence[_Hit]]) -> tuple[builtins.list[_Hit], dict[str, int]]:
     """The hits of several queries' rankings (each as `rank` gives it: every memory once, in
     `hit_order`) as one ranking: each memory once, with its best score (on a tie, the earlier
     query's), in `hit_order` — never a set union, which loses the order. Also which ranking
     (its index) each memory's hit came from."""
     if len(rankings) == 1:  # nothing to merge
         return builtins.list(rankings[0]), {hit.memory.memory_id: 0 for hit in rankings[0]}
-    best: dict[str, tuple[RecallHit, int]] = {}
+    best: dict[str, tuple[_Hit, int]] = {}
     for index, ranking in enumerate(rankings):
         for hit in ranking:
             key = hit.memory.memory_id
@@ -1680,20 +1699,24 @@ def merge_by_score(rankings: Sequence[Sequence[RecallHit]]) -> tuple[builtins.li
 
 
 def _rescored(hit: RecallHit, score: float, relevance: float) -> RecallHit:
-    """`hit` scored anew: made directly (`dataclasses.replace` takes 5x as long, ~60 times a recall)."""
+    """`hit` scored anew: made directly (`dataclasses.replace` takes 5x as long)."""
     return RecallHit(hit.memory, score, relevance, hit.similarity, hit.text_rank, hit.live_score, hit.explanation)
 
 
-def _with_records(hits: builtins.list[RecallHit], stand_ins: set[str],
-                  records: dict[str, MemoryRecord]) -> builtins.list[RecallHit]:
+def _with_records(hits: builtins.list[_Ranked], stand_ins: set[str],
+                  records: dict[str, MemoryRecord]) -> builtins.list[_Ranked]:
     """The hits, those carrying a bare candidate in `stand_ins` given their fetched record (left
     out where none was found: the memory went since the search)."""
     if not stand_ins:
         return hits
-    return [h if h.memory.memory_id not in stand_ins else
-            RecallHit(records[h.memory.memory_id], h.score, h.relevance, h.similarity, h.text_rank,
-                      h.live_score, h.explanation)
-            for h in hits if h.memory.memory_id not in stand_ins or h.memory.memory_id in records]
+    kept = []
+    for hit in hits:
+        if (memory_id := hit.memory.memory_id) in stand_ins:
+            if memory_id not in records:
+                continue
+            hit.memory = records[memory_id]
+        kept.append(hit)
+    return kept
 
 
 def _unit_scores(scores: Any, count: int) -> builtins.list[float]:

@@ -8,7 +8,11 @@ embed by themselves (AutoGen's ChromaDBVectorMemory, mem0) get an embedding func
 looks the vector up, so every figure is the store's own cost. The query embedding is timed
 once, on its own (it is the same for everyone).
 
-Each store runs in its own process (for an honest peak memory) and is timed after its load:
+Each store runs in its own process (for an honest peak memory). The processes are opened one after
+the other (a load is timed alone), then timed in turn: the first save of every store, then the
+second, ..., then each pass's recalls likewise, so that a machine that slows down (it is shared)
+slows every store alike; `--one-at-a-time` times each store in a phase of its own instead.
+After its load each store is timed for:
 - `load/s`: the fastest bulk path the store offers (batches where it has them);
 - `save p50/p99`: one more memory, as an agent adds it (persisted where the store persists);
 - `recall p50/p99`: top-10 for one query vector; for chat histories, which cannot search,
@@ -47,7 +51,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -578,24 +582,27 @@ def median_pct(passes: list[list[float]], q: float) -> float:
     return float(np.median([np.percentile(p, q) for p in passes])) * 1000
 
 
-def measure(store_name: str, size: int, data: Path, queries: int, saves: int, repeats: int,
-            budget_s: float, users: int = 1, store_cache: Path | None = None) -> dict[str, Any]:
-    arrays = np.load(data / "vectors.npz")
-    base, qbase = arrays["base"], arrays["queries"]
-    meta = json.loads((data / "meta.json").read_text())
-    lookup = Lookup(meta["model_id"], base.shape[1])
-    texts = sentences(size, 7)
-    vectors = dataset(base, size, size)
-    extra_texts = [f"extra memory {i}: {t}" for i, t in enumerate(sentences(saves, 11))]
-    extra = dataset(base, saves, 99)
-    qtexts = [f"{QUERIES[i % len(QUERIES)]} #{i}" for i in range(queries)]
-    qvecs = unit_rows(qbase[np.arange(queries) % len(qbase)]
-                      + np.random.default_rng(5).normal(0, 0.02, (queries, base.shape[1])).astype(np.float32))
-    for t, v in zip([*texts, *extra_texts, *qtexts], [*vectors, *extra, *qvecs]):
-        lookup.table[t] = v
-    folder = Path(tempfile.mkdtemp(prefix=f"pm-alt-{store_name}-"))
-    try:
-        cls = BY_NAME[store_name]
+class Trial:
+    """One store at one size, opened (loaded, or copied from `--store-cache`) and warmed, then
+    timed one save or recall at a time; `row` reports it and removes its folder."""
+
+    def __init__(self, store_name: str, size: int, data: Path, queries: int, saves: int, users: int = 1,
+                 store_cache: Path | None = None) -> None:
+        arrays = np.load(data / "vectors.npz")
+        base, qbase = arrays["base"], arrays["queries"]
+        meta = json.loads((data / "meta.json").read_text())
+        lookup = Lookup(meta["model_id"], base.shape[1])
+        self.texts, self.vectors = sentences(size, 7), dataset(base, size, size)
+        self.extra_texts = [f"extra memory {i}: {t}" for i, t in enumerate(sentences(saves, 11))]
+        self.extra = dataset(base, saves, 99)
+        self.qtexts = [f"{QUERIES[i % len(QUERIES)]} #{i}" for i in range(queries)]
+        self.qvecs = unit_rows(qbase[np.arange(queries) % len(qbase)]
+                               + np.random.default_rng(5).normal(0, 0.02, (queries, base.shape[1])).astype(np.float32))
+        for t, v in zip([*self.texts, *self.extra_texts, *self.qtexts], [*self.vectors, *self.extra, *self.qvecs]):
+            lookup.table[t] = v
+        self.store_name, self.size = store_name, size
+        self.folder = Path(tempfile.mkdtemp(prefix=f"pm-alt-{store_name}-"))
+        self.cls = cls = BY_NAME[store_name]
         if issubclass(cls, PolymemSQLite):
             cls.users = users
         for module in cls.imports:
@@ -605,57 +612,200 @@ def measure(store_name: str, size: int, data: Path, queries: int, saves: int, re
         kept = None if store_cache is None or cls.reopen is Store.reopen else \
             store_cache / f"{store_name}-{size}-{users}u-{data_key(data)}"
         if kept is not None and (kept / "complete").exists():
-            shutil.rmtree(folder)
-            shutil.copytree(kept, folder)
+            shutil.rmtree(self.folder)
+            shutil.copytree(kept, self.folder)
         reset_peak()
-        before = rss_mb("VmRSS")
-        store = cls(folder, lookup)
+        self.rss_before = rss_mb("VmRSS")
+        self.store = store = cls(self.folder, lookup)
+        self.load_s: float | None = None
         if kept is not None and (kept / "complete").exists():
-            load_s = None
             store.reopen()
         else:
-            load_s = timed(lambda: store.load(texts, vectors))
+            self.load_s = timed(lambda: store.load(self.texts, self.vectors))
             if kept is not None:
                 store.close()
                 shutil.rmtree(kept, ignore_errors=True)
-                shutil.copytree(folder, kept)
-                (kept / "complete").write_text(f"loaded in {load_s:.1f} s\n")
+                shutil.copytree(self.folder, kept)
+                (kept / "complete").write_text(f"loaded in {self.load_s:.1f} s\n")
                 store.reopen()
-        store.warm(qtexts[0], qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
-        save_passes, recall_passes, save_rates, rates, saved = [], [], [], [], []
-        for r in range(repeats):
-            lat: list[float] = []
+        store.warm(self.qtexts[0], self.qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
+        self.save_passes: list[list[float]] = []
+        self.recall_passes: list[list[float]] = []
+        self.saved: list[int] = []
+        self.timed_between: list[float] = []  # wall-clock seconds of the first and the last step timed
+
+    def _timed(self, func: Callable[[], Any]) -> float:
+        now = time.time()
+        self.timed_between = [self.timed_between[0] if self.timed_between else now, now]
+        return timed(func)
+
+    def save(self, repeat: int, i: int) -> float:
+        """Time the save of extra memory `i` in pass `repeat` (a new pass starts a new list)."""
+        while len(self.save_passes) <= repeat:
+            self.save_passes.append([])
+        spent = self._timed(lambda: self.store.save(self.extra_texts[i], self.extra[i]))
+        self.save_passes[repeat].append(spent)
+        self.saved.append(i)
+        return spent
+
+    def recall(self, repeat: int, i: int) -> float:
+        """Time the recall of query `i` in pass `repeat`."""
+        while len(self.recall_passes) <= repeat:
+            self.recall_passes.append([])
+        spent = self._timed(lambda: self.store.recall(self.qtexts[i], self.qvecs[i]))
+        self.recall_passes[repeat].append(spent)
+        return spent
+
+    def row(self, budget_s: float) -> dict[str, Any]:
+        """The figures of this store (its search's share of the exact top 10 measured last); closes it."""
+        try:
+            saved = self.saved
+            found = exact_found(self.store, self.texts, self.vectors, [self.extra_texts[i] for i in saved],
+                                self.extra[saved], self.qtexts, self.qvecs, budget_s) if self.cls.searches else None
+            self.store.close()
+            peak = rss_mb("VmHWM") - self.rss_before
+            disk = self.store.disk_mb()
+            save_passes, recall_passes = [p for p in self.save_passes if p], [p for p in self.recall_passes if p]
+            return {"store": self.store_name, "size": self.size, "note": self.cls.note,
+                    "load_per_s": None if self.load_s is None else self.size / self.load_s,
+                    "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
+                    "save_per_s": float(np.median([len(p) / sum(p) for p in save_passes])),
+                    "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
+                    "recall_per_s": float(np.median([len(p) / sum(p) for p in recall_passes])),
+                    "peak_mb": peak, "disk_mb": disk,
+                    "n_recalls": sum(map(len, recall_passes)), "n_saves": sum(map(len, save_passes)),
+                    "exact_found": found, "timed_between": self.timed_between}
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def passes(saves: int, queries: int, repeats: int) -> Iterator[tuple[str, int, range]]:
+    """Each pass's steps in order: ("save" or "recall", the pass, the memories or queries)."""
+    for r in range(repeats):
+        yield "save", r, range(r * saves // repeats, (r + 1) * saves // repeats)
+        yield "recall", r, range(queries)
+
+
+def measure(store_name: str, size: int, data: Path, queries: int, saves: int, repeats: int,
+            budget_s: float, users: int = 1, store_cache: Path | None = None) -> dict[str, Any]:
+    """One store timed on its own: each pass's saves, then its recalls (`--one-at-a-time`, `--in-process`)."""
+    trial = Trial(store_name, size, data, queries, saves, users, store_cache)
+    try:
+        for kind, repeat, steps in passes(saves, queries, repeats):
+            step = trial.save if kind == "save" else trial.recall
             start = time.perf_counter()
-            for i in range(r * saves // repeats, (r + 1) * saves // repeats):
-                lat.append(timed(lambda i=i: store.save(extra_texts[i], extra[i])))
-                saved.append(i)
-                if time.perf_counter() - start > budget_s and len(lat) >= 5:
+            for n, i in enumerate(steps, 1):
+                step(repeat, i)
+                if time.perf_counter() - start > budget_s and n >= 5:
                     break
-            save_passes.append(lat)
-            save_rates.append(len(lat) / sum(lat))
-            lat = []
-            start = time.perf_counter()
-            for i in range(queries):
-                lat.append(timed(lambda i=i: store.recall(qtexts[i], qvecs[i])))
-                if time.perf_counter() - start > budget_s and len(lat) >= 5:
-                    break
-            recall_passes.append(lat)
-            rates.append(len(lat) / sum(lat))
-        found = exact_found(store, texts, vectors, [extra_texts[i] for i in saved], extra[saved], qtexts, qvecs,
-                            budget_s) if cls.searches else None
-        store.close()
-        peak = rss_mb("VmHWM") - before
-        disk = store.disk_mb()
-        return {"store": store_name, "size": size, "note": cls.note,
-                "load_per_s": None if load_s is None else size / load_s,
-                "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
-                "save_per_s": float(np.median(save_rates)),
-                "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
-                "recall_per_s": float(np.median(rates)), "peak_mb": peak, "disk_mb": disk,
-                "n_recalls": sum(len(p) for p in recall_passes), "n_saves": sum(len(p) for p in save_passes),
-                "exact_found": found}
+        return trial.row(budget_s)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        trial.discard()
+
+
+def serve(store_name: str, size: int, data: Path, args: argparse.Namespace) -> int:
+    """A child of an alternated run: open the store, then time the steps the parent asks for on
+    stdin (`save R I`, `recall R I`), answering each with its seconds, until `row`."""
+    trial = Trial(store_name, size, data, args.queries, args.saves, args.users, args.store_cache)
+    try:
+        print("READY", flush=True)
+        for line in sys.stdin:
+            kind, *numbers = line.split()
+            if kind == "row":
+                print("ROW " + json.dumps(trial.row(args.budget)), flush=True)
+                return 0
+            step = trial.save if kind == "save" else trial.recall
+            print(f"T {step(int(numbers[0]), int(numbers[1]))!r}", flush=True)
+        return 1
+    finally:
+        trial.discard()
+
+
+class Child:
+    """A store's child process in an alternated run."""
+
+    def __init__(self, name: str, cmd: list[str]) -> None:
+        self.name, self.failure = name, ""
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+
+    def answer(self, prefix: str) -> str | None:
+        """The rest of the child's next line starting with `prefix` (None: it ended)."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+        return None
+
+    def ask(self, command: str, prefix: str) -> str | None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return None
+        return self.answer(prefix)
+
+    def fail(self) -> str:
+        """Why the child ended (its last line of stderr)."""
+        self.proc.kill()
+        _, err = self.proc.communicate()
+        return (err.strip().splitlines() or [f"exit {self.proc.returncode}"])[-1][:300]
+
+
+def alternate(stores: list[str], size: int, data: str, args: argparse.Namespace,
+              failed: dict[str, str]) -> list[dict[str, Any]]:
+    """Every store of `stores` in a child process of its own, opened one after the other, then
+    timed in turn step by step: the first save of each, the second of each, ..., each pass's
+    recalls likewise, the order of the stores turning every step (and every 12 steps, so that no
+    store always follows the same one). A machine that slows down slows every store alike. A
+    store whose pass took more than `--budget` seconds of its own time sits out the rest of it."""
+    children: list[Child] = []
+    for name in stores:
+        cmd = [sys.executable, __file__, "--serve", name, str(size), data, *child_options(args)]
+        child = Child(name, cmd)
+        if child.answer("READY") is None:
+            failed[name] = child.fail()
+            print(f"FAILED {name} at {size}: {failed[name]}", flush=True)
+        else:
+            children.append(child)
+    for kind, repeat, steps in passes(args.saves, args.queries, args.repeats):
+        sample_load()
+        spent = {child.name: [0.0, 0] for child in children}
+        for n, i in enumerate(steps):
+            turn = (n + n // 12) % max(1, len(children))
+            for child in children[turn:] + children[:turn]:
+                seconds, count = spent[child.name]
+                if seconds > args.budget and count >= 5:
+                    continue
+                answer = child.ask(f"{kind} {repeat} {i}", "T ")
+                if answer is None:
+                    failed[child.name] = child.fail()
+                    children.remove(child)
+                    print(f"FAILED {child.name} at {size}: {failed[child.name]}", flush=True)
+                    continue
+                spent[child.name] = [seconds + float(answer), count + 1]
+    rows = []
+    for child in children:
+        answer = child.ask("row", "ROW ")
+        if answer is None:
+            failed[child.name] = child.fail()
+            print(f"FAILED {child.name} at {size}: {failed[child.name]}", flush=True)
+            continue
+        child.proc.wait()
+        rows.append(json.loads(answer))
+        print(f"done {child.name} at {size:,}: recall p50 {rows[-1]['recall_p50']:.2f} ms", flush=True)
+    return rows
+
+
+def child_options(args: argparse.Namespace) -> list[str]:
+    """The options a child process is started with."""
+    return ["--queries", str(args.queries), "--saves", str(args.saves), "--repeats", str(args.repeats),
+            "--budget", str(args.budget), "--users", str(args.users)] \
+        + ([] if args.store_cache is None else ["--store-cache", str(args.store_cache)])
 
 
 def data_key(data: Path) -> str:
@@ -758,7 +908,10 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
            f"{'(machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
            f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
-           f"median of the passes; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed)"
+           f"median of the passes; "
+           + ("each store timed in a phase of its own" if args.one_at_a_time or args.in_process
+              else "the stores timed in turn, save by save and recall by recall, each in its own process")
+           + f"; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed)"
            + (f"; polymem's memories spread over {args.users} users, its recalls over every user" if args.users > 1
               else "") + ".\n"]
     for size in sorted({r["size"] for r in rows}):
@@ -881,13 +1034,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--in-process", action="store_true",
                         help="run every store in this process (quick; peak memory then includes earlier stores)")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="time each store in a phase of its own (its child process alone) instead of every "
+                             "store in turn, step by step")
     parser.add_argument("--child", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         row = measure(args.child[0], int(args.child[1]), Path(args.child[2]), args.queries, args.saves,
                       args.repeats, args.budget, args.users, args.store_cache)
         print("ROW " + json.dumps(row), flush=True)
         return 0
+    if args.serve:
+        return serve(args.serve[0], int(args.serve[1]), Path(args.serve[2]), args)
 
     chosen = [s for s in STORES if not args.only or s.name in args.only]
     skipped = {s.name: "needs " + ", ".join(s.missing()) for s in chosen if s.missing()}
@@ -905,34 +1064,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         np.savez(Path(data) / "vectors.npz", base=unit_rows(base), queries=unit_rows(qbase))
         (Path(data) / "meta.json").write_text(json.dumps({"model_id": model.model_id}))
         for size in args.sizes:
-            for store in chosen:
-                if store.name in skipped or store.name in failed:
-                    continue
-                if size > store.max_size:
-                    continue
+            sized = [store.name for store in chosen
+                     if store.name not in skipped and store.name not in failed and size <= store.max_size]
+            sample_load()
+            if not args.in_process and not args.one_at_a_time:
+                rows += alternate(sized, size, data, args, failed)
+                continue
+            for name in sized:
                 t0 = time.perf_counter()
-                sample_load()
                 if args.in_process:
                     try:
-                        rows.append(measure(store.name, size, Path(data), args.queries, args.saves, args.repeats,
+                        rows.append(measure(name, size, Path(data), args.queries, args.saves, args.repeats,
                                             args.budget, args.users, args.store_cache))
-                        print(f"done {store.name} at {size:,}", flush=True)
+                        print(f"done {name} at {size:,}", flush=True)
                     except Exception as exc:  # noqa: BLE001 - one store failing must not hide the others
-                        failed[store.name] = f"{type(exc).__name__}: {exc}"[:300]
-                        print(f"FAILED {store.name} at {size}: {failed[store.name]}", flush=True)
+                        failed[name] = f"{type(exc).__name__}: {exc}"[:300]
+                        print(f"FAILED {name} at {size}: {failed[name]}", flush=True)
                     continue
-                cmd = [sys.executable, __file__, "--child", store.name, str(size), data, "--queries",
-                       str(args.queries), "--saves", str(args.saves), "--repeats", str(args.repeats),
-                       "--budget", str(args.budget), "--users", str(args.users)] \
-                    + ([] if args.store_cache is None else ["--store-cache", str(args.store_cache)])
+                cmd = [sys.executable, __file__, "--child", name, str(size), data, *child_options(args)]
                 proc = subprocess.run(cmd, capture_output=True, text=True)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("ROW ")), None)
                 if proc.returncode != 0 or line is None:
-                    failed[store.name] = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:300]
-                    print(f"FAILED {store.name} at {size}: {failed[store.name]}", flush=True)
+                    failed[name] = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:300]
+                    print(f"FAILED {name} at {size}: {failed[name]}", flush=True)
                     continue
                 rows.append(json.loads(line[4:]))
-                print(f"done {store.name} at {size:,} ({time.perf_counter() - t0:.0f} s): recall p50 "
+                print(f"done {name} at {size:,} ({time.perf_counter() - t0:.0f} s): recall p50 "
                       f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
     sample_load()
     text = render(rows, skipped, failed, embed_cost, args)

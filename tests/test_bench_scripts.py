@@ -156,6 +156,24 @@ def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path
     assert [p.name.split("-")[:2] for p in (tmp_path / "kept").iterdir()] == [["polymem", "sqlite"]]
 
 
+def _timed_between(tmp_path: Path, *options: str) -> dict[str, list[float]]:
+    rows = tmp_path / "rows.json"
+    _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "6", "--saves", "4", "--repeats", "1",
+          "--base", "40", "--only", "polymem-sqlite", "numpy", "--no-record", "--json", str(rows), *options], tmp_path)
+    return {r["store"]: r["timed_between"] for r in json.loads(rows.read_text())}
+
+
+def test_alternatives_time_the_stores_in_turn(tmp_path: Path) -> None:
+    spans = _timed_between(tmp_path)
+    (polymem_from, polymem_to), (numpy_from, numpy_to) = spans["polymem-sqlite"], spans["numpy"]
+    assert polymem_from < numpy_to and numpy_from < polymem_to  # each timed while the other was
+
+
+def test_alternatives_time_one_store_at_a_time_when_asked(tmp_path: Path) -> None:
+    spans = sorted(_timed_between(tmp_path, "--one-at-a-time").values())
+    assert spans[0][1] < spans[1][0]
+
+
 def test_mcp_bench_runs_at_a_tiny_size(tmp_path: Path) -> None:
     if importlib.util.find_spec("mcp") is None:
         return  # the MCP server is an extra (polymem[mcp])

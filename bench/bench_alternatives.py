@@ -759,10 +759,11 @@ class Child:
 def alternate(stores: list[str], size: int, data: str, args: argparse.Namespace,
               failed: dict[str, str]) -> list[dict[str, Any]]:
     """Every store of `stores` in a child process of its own, opened one after the other, then
-    timed in turn step by step: the first save of each, the second of each, ..., each pass's
-    recalls likewise, the order of the stores turning every step (and every 12 steps, so that no
-    store always follows the same one). A machine that slows down slows every store alike. A
-    store whose pass took more than `--budget` seconds of its own time sits out the rest of it."""
+    timed in turns of `--turn` steps: the first save(s) of each, the next of each, ..., each
+    pass's recalls likewise, the store that starts a round changing every round (and every 12
+    rounds, so that no store always follows the same one). A machine that slows down slows every
+    store alike. A store whose pass took more than `--budget` seconds of its own time sits out
+    the rest of it."""
     children: list[Child] = []
     for name in stores:
         cmd = [sys.executable, __file__, "--serve", name, str(size), data, *child_options(args)]
@@ -775,19 +776,21 @@ def alternate(stores: list[str], size: int, data: str, args: argparse.Namespace,
     for kind, repeat, steps in passes(args.saves, args.queries, args.repeats):
         sample_load()
         spent = {child.name: [0.0, 0] for child in children}
-        for n, i in enumerate(steps):
-            turn = (n + n // 12) % max(1, len(children))
-            for child in children[turn:] + children[:turn]:
-                seconds, count = spent[child.name]
-                if seconds > args.budget and count >= 5:
-                    continue
-                answer = child.ask(f"{kind} {repeat} {i}", "T ")
-                if answer is None:
-                    failed[child.name] = child.fail()
-                    children.remove(child)
-                    print(f"FAILED {child.name} at {size}: {failed[child.name]}", flush=True)
-                    continue
-                spent[child.name] = [seconds + float(answer), count + 1]
+        turns = [steps[start:start + args.turn] for start in range(0, len(steps), args.turn)]
+        for n, turn in enumerate(turns):
+            first = (n + n // 12) % max(1, len(children))
+            for child in children[first:] + children[:first]:
+                for i in turn:
+                    seconds, count = spent[child.name]
+                    if seconds > args.budget and count >= 5:
+                        break
+                    answer = child.ask(f"{kind} {repeat} {i}", "T ")
+                    if answer is None:
+                        failed[child.name] = child.fail()
+                        children.remove(child)
+                        print(f"FAILED {child.name} at {size}: {failed[child.name]}", flush=True)
+                        break
+                    spent[child.name] = [seconds + float(answer), count + 1]
     rows = []
     for child in children:
         answer = child.ask("row", "ROW ")
@@ -910,7 +913,8 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
            f"median of the passes; "
            + ("each store timed in a phase of its own" if args.one_at_a_time or args.in_process
-              else "the stores timed in turn, save by save and recall by recall, each in its own process")
+              else "the stores timed in turn, " + ("save by save and recall by recall" if args.turn == 1 else
+                                                    f"{args.turn} saves or recalls a turn") + ", each in its own process")
            + f"; top-{K} for one query vector (384-d all-MiniLM-L6-v2, precomputed)"
            + (f"; polymem's memories spread over {args.users} users, its recalls over every user" if args.users > 1
               else "") + ".\n"]
@@ -1037,6 +1041,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--one-at-a-time", action="store_true",
                         help="time each store in a phase of its own (its child process alone) instead of every "
                              "store in turn, step by step")
+    parser.add_argument("--turn", type=lambda v: max(1, int(v)), default=1,
+                        help="steps (saves, recalls) a store takes in a row before the next store's turn: 1, every "
+                             "step alternates and each store's caches are cold from the others' work; more, each "
+                             "store's steps after its first find its caches as its previous step left them")
     parser.add_argument("--child", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

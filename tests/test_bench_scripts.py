@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 BENCH = ROOT / "bench"
 
@@ -163,8 +165,9 @@ def _timed_between(tmp_path: Path, *options: str) -> dict[str, list[float]]:
     return {r["store"]: r["timed_between"] for r in json.loads(rows.read_text())}
 
 
-def test_alternatives_time_the_stores_in_turn(tmp_path: Path) -> None:
-    spans = _timed_between(tmp_path)
+@pytest.mark.parametrize("turn", ["1", "3"])
+def test_alternatives_time_the_stores_in_turn(tmp_path: Path, turn: str) -> None:
+    spans = _timed_between(tmp_path, "--turn", turn)
     (polymem_from, polymem_to), (numpy_from, numpy_to) = spans["polymem-sqlite"], spans["numpy"]
     assert polymem_from < numpy_to and numpy_from < polymem_to  # each timed while the other was
 

@@ -602,6 +602,19 @@ class Trial:
             lookup.table[t] = v
         self.store_name, self.size = store_name, size
         self.folder = Path(tempfile.mkdtemp(prefix=f"pm-alt-{store_name}-"))
+        try:
+            self._open(store_name, size, data, lookup, users, store_cache)
+        except BaseException:
+            self.discard()
+            raise
+        self.save_passes: list[list[float]] = []
+        self.recall_passes: list[list[float]] = []
+        self.saved: list[int] = []
+        self.timed_between: list[float] = []  # wall-clock seconds of the first and the last step timed
+
+    def _open(self, store_name: str, size: int, data: Path, lookup: Lookup, users: int,
+              store_cache: Path | None) -> None:
+        """The store loaded (or copied from `store_cache` and reopened) and warmed."""
         self.cls = cls = BY_NAME[store_name]
         if issubclass(cls, PolymemSQLite):
             cls.users = users
@@ -629,10 +642,6 @@ class Trial:
                 (kept / "complete").write_text(f"loaded in {self.load_s:.1f} s\n")
                 store.reopen()
         store.warm(self.qtexts[0], self.qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
-        self.save_passes: list[list[float]] = []
-        self.recall_passes: list[list[float]] = []
-        self.saved: list[int] = []
-        self.timed_between: list[float] = []  # wall-clock seconds of the first and the last step timed
 
     def _timed(self, func: Callable[[], Any]) -> float:
         now = time.time()

@@ -172,6 +172,20 @@ def test_a_candidate_carries_the_terms_its_content_was_indexed_by(tmp_path: Path
         [" ".join(terms("The Lisbon flights were booked with the budget airline"))]
 
 
+def test_a_candidate_found_by_its_vector_alone_carries_no_indexed_terms(tmp_path: Path, searched: list[Any]) -> None:
+    from polymem._text import terms
+
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        mem.save("The Lisbon flight leaves at noon", user_id="ann")
+        mem.save("Green tea with the invoice", user_id="ann")
+        mem.recall("lisbon flight", user_id="ann", min_relevance=0)
+    by_content = {c.full().content: c for c in searched}
+    assert by_content["The Lisbon flight leaves at noon"].text_rank is not None
+    assert by_content["The Lisbon flight leaves at noon"].indexed_terms == " ".join(terms("The Lisbon flight leaves at noon"))
+    assert by_content["Green tea with the invoice"].text_rank is None
+    assert by_content["Green tea with the invoice"].indexed_terms is None
+
+
 def test_calibration_from_the_indexed_terms_gives_the_relevances_of_analysing_each_content(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, searched: list[Any]) -> None:
     rng = random.Random(5)

@@ -785,8 +785,8 @@ _SCREENED_AT = 8  # where `m.screened` is in a row of (rowid, `_SCORED_COLUMNS`)
 # ... and the rest of the row, for a candidate read whole (`Candidate.full`, `_candidate_record`)
 _CANDIDATE_COLUMNS = (f"{_SCORED_COLUMNS}, m.namespace, m.user_id, m.agent_id, m.session_id, m.source, m.entities, "
                       "m.metadata, m.updated_at, m.expire_at, m.embedding_model, m.version, m.status")
-# ... and then its full-text terms (`Candidate.indexed_terms`): the body column of its row in
-# FTS5's content table, read by row id beside the row (through the virtual table, a cursor a row).
+# ... and then its full-text terms (`Candidate.indexed_terms`, None unless it matched the text): the
+# body column of its row in FTS5's content table, read by row id (through the virtual table, a cursor a row).
 _INDEXED_AT = 1 + len(_CANDIDATE_COLUMNS.split(","))
 
 
@@ -1526,10 +1526,15 @@ class SQLiteBackend(Backend):
                 wanted = [rid for rid, kept in zip(wanted, keep.tolist()) if kept]
             unread = [rid for rid in wanted if rid not in found]
             if unread:
-                # whole rows: the records of those that rank first are made from them (`Candidate.full`)
-                found.update((row[0], row) for row in conn.execute(
-                    f"SELECT m.rowid, {_CANDIDATE_COLUMNS}, c.c1 FROM memories m LEFT JOIN memory_fts_content c "
-                    f"ON c.id = m.rowid WHERE m.rowid IN ({', '.join('?' for _ in unread)})", unread))
+                # whole rows: the records of those that rank first are made from them (`Candidate.full`);
+                # the full-text terms only of the text matches, which calibration reads (a join for
+                # every row read as many rows again: 1M memories, 30 rows 0.67 -> 0.29 ms, cold)
+                indexed = dict(conn.execute(
+                    f"SELECT id, c1 FROM memory_fts_content WHERE id IN ({', '.join('?' for _ in matched)})",
+                    matched)) if (matched := [rid for rid in unread if rid in ranks]) else {}
+                found.update((row[0], (*row, indexed.get(row[0]))) for row in conn.execute(
+                    f"SELECT m.rowid, {_CANDIDATE_COLUMNS} FROM memories m "
+                    f"WHERE m.rowid IN ({', '.join('?' for _ in unread)})", unread))
         screened_by = request.screened_by
         return [  # positional: ~30 candidates a recall
             Candidate(None, similarities.get(rid), ranks.get(rid), row[1], float(row[2]), row[3], row[4], row[5],

@@ -680,6 +680,7 @@ class Trial:
                     "save_p50": median_pct(save_passes, 50), "save_p99": median_pct(save_passes, 99),
                     "save_per_s": float(np.median([len(p) / sum(p) for p in save_passes])),
                     "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
+                    "recall_p50_passes": [float(np.percentile(p, 50)) * 1000 for p in recall_passes],
                     "recall_per_s": float(np.median([len(p) / sum(p) for p in recall_passes])),
                     "peak_mb": peak, "disk_mb": disk,
                     "n_recalls": sum(map(len, recall_passes)), "n_saves": sum(map(len, save_passes)),
@@ -809,7 +810,8 @@ def alternate(stores: list[str], size: int, data: str, args: argparse.Namespace,
             continue
         child.proc.wait()
         rows.append(json.loads(answer))
-        print(f"done {child.name} at {size:,}: recall p50 {rows[-1]['recall_p50']:.2f} ms", flush=True)
+        print(f"done {child.name} at {size:,}: recall p50 {rows[-1]['recall_p50']:.2f} ms (passes: "
+              f"{', '.join(f'{x:.2f}' for x in rows[-1].get('recall_p50_passes', []))})", flush=True)
     return rows
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 import pytest
 
+from polymem.testing.process import free_port
+
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("adapters/*/README.md"))]
 FENCE = re.compile(r"(?:^<!-- docs: (?P<directive>.*?) -->\n)?^```(?P<lang>[a-z]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$",
@@ -129,12 +131,6 @@ STAND_INS: dict[str, Callable[[], Any]] = {
 
 # -- running a page ------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Page:
     """One page's run: its namespace, event loop, scratch folder and background processes."""
 
@@ -143,7 +139,7 @@ class Page:
         self.monkeypatch = monkeypatch
         self.namespace: dict[str, Any] = {"__name__": "__docs__"}
         self.loop = asyncio.new_event_loop()
-        self.port = str(_free_port())
+        self.port = str(free_port())
         self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
                     "POLYMEM_URL": f"sqlite:///{folder / 'default.db'}", "PYTHONWARNINGS": "ignore"}
         self.background: list[subprocess.Popen[bytes]] = []

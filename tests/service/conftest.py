@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,12 +16,7 @@ import uvicorn
 
 from polymem.client import AsyncHttpMemory, HttpMemory
 from polymem.server import Service, create_app
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from polymem.testing.process import free_port
 
 
 class LoopbackServer:

@@ -99,3 +99,22 @@ def test_sigterm_finishes_in_flight_writes_and_exits_cleanly(served: Served) -> 
     assert log.verify().ok
     saved = {e["memory_id"] for e in log.entries() if e["action"] == "save"}
     assert {mid for mid, _ in acked} <= saved  # every acknowledged write was audited before its answer
+
+
+def test_a_server_whose_port_was_taken_before_it_bound_starts_again_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    import httpx
+
+    import polymem.testing.process as process
+
+    with socket.socket() as taken:  # another process's listener on the port the server was given
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = process.free_port
+        monkeypatch.setattr(process, "free_port", lambda: next(ports, None) or real_free_port())
+        with process.serving(f"sqlite:///{tmp_path / 'm.db'}", "--no-embedder", "--no-auth") as server:
+            assert server.port != taken.getsockname()[1]
+            assert httpx.get(f"{server.url}/healthz").status_code == 200

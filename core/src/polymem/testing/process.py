@@ -25,19 +25,27 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# Times `wait_ready` starts a server again on another port when another process took its port
+# between `free_port` and the server's bind (tests run in parallel start many servers).
+PORT_RETRIES = 5
+
+
 class ServedProcess:
     """A `polymem serve` process and its base URL. Its stderr goes to a file (a pipe nobody reads
     would block a chatty server), read back by `stderr()` for failure messages."""
 
     def __init__(self, store_url: str, *args: str, env: Mapping[str, str] | None = None) -> None:
+        self._command = [sys.executable, "-m", "polymem.server", "serve", "--url", store_url, *args]
+        self._env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+        self._stderr_text = ""
+        self._start()
+
+    def _start(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._stderr = tempfile.TemporaryFile()
-        self._stderr_text = ""
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "polymem.server", "serve", "--url", store_url, "--port", str(self.port), *args],
-            stdout=subprocess.DEVNULL, stderr=self._stderr,
-            env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+        self.process = subprocess.Popen([*self._command, "--port", str(self.port)],
+                                        stdout=subprocess.DEVNULL, stderr=self._stderr, env=self._env)
 
     def stderr(self) -> str:
         """What the server has written to stderr so far."""
@@ -50,6 +58,7 @@ class ServedProcess:
         """Block until `/healthz` answers 200; raise `RuntimeError` (with the server's stderr) if the
         process exits first or `timeout` seconds pass."""
         deadline = time.monotonic() + timeout
+        retries = PORT_RETRIES
         while True:
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
@@ -57,6 +66,11 @@ class ServedProcess:
             except httpx.HTTPError:
                 pass
             if self.process.poll() is not None:
+                if retries and "address already in use" in self.stderr().lower():
+                    retries -= 1
+                    self._stderr.close()
+                    self._start()
+                    continue
                 raise RuntimeError(f"polymem serve exited with {self.process.returncode}:\n{self.stderr()}")
             if time.monotonic() > deadline:
                 self.process.kill()

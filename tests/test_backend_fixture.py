@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
+import pytest
+
 from polymem.testing.backends import Backend
 
 STORAGE = {"sqlite": "SQLiteBackend", "postgres": "PostgresBackend", "redis": "PostgresBackend"}
@@ -32,3 +37,28 @@ def test_the_stores_a_test_opened_are_closed_after_it(backend: Backend) -> None:
     backend.close()
     assert mem.closed
 
+
+
+def test_a_private_redis_whose_port_was_taken_starts_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import redis
+
+    from polymem.testing import backends
+
+    with socket.socket() as taken:  # another process's listener on the port redis was given
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = backends._free_port
+        monkeypatch.setattr(backends, "_free_port", lambda: next(ports, None) or real_free_port())
+        binary = backends.redis_server_binary()
+        assert binary is not None
+        proc, url = backends._start_redis(binary, tmp_path)
+        try:
+            assert url != f"redis://127.0.0.1:{taken.getsockname()[1]}/0"
+            client = redis.Redis.from_url(url)
+            assert client.config_get("dir")["dir"] == str(tmp_path.resolve())
+            client.close()
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)

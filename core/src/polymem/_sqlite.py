@@ -1902,37 +1902,21 @@ class SQLiteBackend(Backend):
         give_up = time.monotonic() + self._target[2] / 1000  # the store's busy timeout, as a write waits
         while True:
             try:
-                with self._lock:  # (taken in by the caches once committed, before a search reads them)
-                    with self._write(wait=False) as conn:
-                        stamp, stamped = self._stamp_bonuses(conn, batch)
-                    for cache in self._caches.values() if stamped else ():
-                        if cache.accessed_seq == stamp - 1:
-                            cache.touch(stamped)
-                            cache.accessed_seq = stamp
+                with self._write(wait=False) as conn:
+                    stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
+                                             "WHERE key = 'accessed_seq' RETURNING value").fetchone()[0])
+                    for namespace, bonuses, now_us in batch:
+                        conn.executemany(
+                            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
+                            "importance = MIN(1.0, importance + ?), accessed_seq = ? "
+                            "WHERE namespace = ? AND memory_id = ?",
+                            [(now_us, bonus, stamp, namespace, memory_id) for memory_id, bonus in bonuses],
+                        )
                 return
             except sqlite3.OperationalError as exc:
                 if getattr(exc, "sqlite_errorcode", 0) & 0xFF != _BUSY or time.monotonic() > give_up:
                     raise
             time.sleep(BUSY_PAUSE_S)
-
-    def _stamp_bonuses(self, conn: sqlite3.Connection, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]],
-                       ) -> tuple[int, builtins.list[Any]]:
-        """Apply the bonuses under a new `accessed_seq` stamp: the stamp, and the rows it changed as
-        `_VectorCache.touch` takes them where a cache was current up to the stamp before (else none).
-        Read here, on the connection whose page cache holds them: left to the next search (`_cache`),
-        they cost it ~20 us a row at 1M memories, and one recall in every window of bonuses
-        (`REINFORCE_WINDOW_S`) 5-15 ms."""
-        stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'accessed_seq' "
-                                 "RETURNING value").fetchone()[0])
-        for namespace, bonuses, now_us in batch:
-            conn.executemany(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?, "
-                "importance = MIN(1.0, importance + ?), accessed_seq = ? WHERE namespace = ? AND memory_id = ?",
-                [(now_us, bonus, stamp, namespace, memory_id) for memory_id, bonus in bonuses],
-            )
-        if not any(cache.accessed_seq == stamp - 1 for cache in self._caches.values()):
-            return stamp, []
-        return stamp, conn.execute(_STAMPED_SINCE, (stamp - 1,)).fetchall()  # (no other writer meanwhile)
 
     def flush(self) -> None:
         self._bookkeeping.flush()

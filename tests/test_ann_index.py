@@ -483,3 +483,34 @@ def test_an_index_of_an_earlier_kind_is_replaced_by_one_of_fast_scan_codes(
     assert isinstance(index, faiss.IndexIVFPQFastScan) and index.d == index.pq.M
     assert index.ntotal == ROWS
     mem.close()
+
+
+def test_an_index_is_trained_again_once_a_quarter_of_its_rows_are_deleted(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=40)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    scope = indexed(mem)
+    first = scope.index
+    mem.nearest(vectors[0], user_id="u", top_k=1)  # a search with nothing deleted yet: nothing to do
+    for memory_id in ids[: ROWS // 4 + 1]:
+        mem.delete(memory_id)
+    indexed(mem)  # the next search finds a quarter of the entries dead and starts the build
+    assert scope.index is not first
+    assert (scope.trained_rows, scope.dead) == (ROWS - ROWS // 4 - 1, 0)
+    mem.close()
+
+
+def test_an_index_over_every_user_is_trained_again_once_the_namespace_is_four_times_larger(tmp_path: Path) -> None:
+    users = 10  # each user's scope stays under the threshold: only the namespace's index
+    mem, _ = spread(tmp_path / "m.db", clustered(ROWS, seed=41), users=users)
+    scope = span_indexed(mem)
+    first = scope.index
+    mem.nearest(clustered(1, seed=43)[0], user_id=None, top_k=1)  # a search before the growth: nothing to do
+    more = clustered(3 * ROWS + users, seed=42)
+    for user in range(users):
+        rows = range(user, len(more), users)
+        mem.save_many([polymem.MemoryDraft(f"later memory {i}") for i in rows], user_id=f"u{user}",
+                      vectors=more[list(rows)])
+    span_indexed(mem)  # the next search finds the namespace grown fourfold and starts the build
+    assert scope.index is not first
+    assert scope.trained_rows == 4 * ROWS + users
+    mem.close()

@@ -219,6 +219,9 @@ class ScopeIndex:
         self.outliers = np.zeros(0, dtype=np.int64)
         self.build_seconds: float | None = None
         self.builder: threading.Thread | None = None
+        # whether `_maybe_rebuild` must look again: rows changed, or a build ended, since it last
+        # looked (a span's size is a sum over every user's block: 100 users, ~10 us a search)
+        self.unchecked = True
         self.mutex = threading.Lock()  # faiss index: adds, searches and writes one at a time
 
     @property
@@ -229,12 +232,14 @@ class ScopeIndex:
     def changed(self, rowids: list[int]) -> None:
         """Rows new to the block, or written again (then `dropped` first)."""
         self.pending.update(rowids)
+        self.unchecked = True
         if self.builder is not None:
             self.noted_while_building.update(rowids)
         self.changed_since_save += len(rowids)
 
     def dropped(self) -> None:
         self.dead += 1
+        self.unchecked = True
         self.changed_since_save += 1
 
     # -- search (store lock held) -------------------------------------------------------------
@@ -295,9 +300,11 @@ class ScopeIndex:
                 self.outliers = np.union1d(self.outliers, ids[lost])
 
     def _maybe_rebuild(self) -> None:
-        if self.builder is None and (self.dead > DEAD_SHARE * self.held
-                                     or self.rows.size > GROWTH * self.trained_rows
-                                     or len(self.outliers) > OUTLIER_SHARE * self.held):
+        if not self.unchecked or self.builder is not None:
+            return
+        self.unchecked = False
+        if (self.dead > DEAD_SHARE * self.held or self.rows.size > GROWTH * self.trained_rows
+                or len(self.outliers) > OUTLIER_SHARE * self.held):
             self.start_build()
 
     # -- building, loading, saving ------------------------------------------------------------
@@ -350,6 +357,7 @@ class ScopeIndex:
             self.save(seq)
         finally:
             self.builder = None
+            self.unchecked = True
 
     def _outliers(self, index: Any, parts: list[_ScopeBlock], n: int) -> tuple[float, np.ndarray]:
         """The loss limit of a new index (the largest of a random sample's code losses) and the

@@ -1478,6 +1478,7 @@ class SQLiteBackend(Backend):
         twice is harmless."""
         seq, accessed_seq = self._counters(conn) if counters is None else counters
         cache = self._caches.get(model_id)
+        grown = cache is None or seq != cache.seq  # (else the blocks are as `attach` saw them last)
         if cache is None:
             foreign = dict(conn.execute("SELECT rowid, namespace FROM memories WHERE status = 'active' AND "
                                         "(vector IS NULL OR embedding_model IS NOT ?)", (model_id,)).fetchall())
@@ -1497,7 +1498,9 @@ class SQLiteBackend(Backend):
             cursor = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
                                   "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id))
             cache.load(iter(lambda: cursor.fetchmany(LOAD_ROWS), []), namespace, user_id, all_users)
-        self.indexes.attach(conn, cache)
+            grown = True
+        if grown:
+            self.indexes.attach(conn, cache)
         return cache
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:

@@ -42,7 +42,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import platform
 import random
 import resource
 import shutil
@@ -60,6 +59,9 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # `_results`, beside this script (the tests load this module by its path)
+import _results  # noqa: E402
+
 K = 10
 # No telemetry from the stores measured (mem0 and Chroma phone home by default; the machine is offline).
 os.environ.setdefault("MEM0_TELEMETRY", "False")
@@ -784,7 +786,7 @@ def alternate(stores: list[str], size: int, data: str, args: argparse.Namespace,
         else:
             children.append(child)
     for kind, repeat, steps in passes(args.saves, args.queries, args.repeats):
-        sample_load()
+        CONDITIONS.sample()
         spent = {child.name: [0.0, 0] for child in children}
         turns = [steps[start:start + args.turn] for start in range(0, len(steps), args.turn)]
         for n, turn in enumerate(turns):
@@ -846,12 +848,7 @@ def exact_found(store: Store, texts: Sequence[str], vectors: np.ndarray, extra_t
 
 
 # -- the parent: embed once, run each store in a child, report ----------------------------------------
-LOADS: list[float] = []  # 1-minute load averages sampled during the run (the machine may be shared)
-
-
-def sample_load() -> None:
-    if hasattr(os, "getloadavg"):
-        LOADS.append(os.getloadavg()[0])
+CONDITIONS = _results.Conditions()  # sampled before each pass and at the end (the machine may be shared)
 
 
 CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
@@ -915,11 +912,10 @@ def versions() -> str:
 def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str, str], embed_cost: list[Any],
            args: argparse.Namespace) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    load = max(LOADS, default=float("nan"))
+    load = max(CONDITIONS.loads, default=float("nan"))
     out = [f"\n## polymem against the alternatives (bench/bench_alternatives.py) — {stamp}\n",
-           f"Machine: {machine}; highest 1-min load average seen during the run {load:.1f} "
-           f"{'(machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
+           f"Machine: {_results.machine()}; during the run (before each pass): {CONDITIONS.describe()}"
+           f"{' (machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
            f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "
            f"median of the passes; "
@@ -1085,7 +1081,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for size in args.sizes:
             sized = [store.name for store in chosen
                      if store.name not in skipped and store.name not in failed and size <= store.max_size]
-            sample_load()
+            CONDITIONS.sample()
             if not args.in_process and not args.one_at_a_time:
                 rows += alternate(sized, size, data, args, failed)
                 continue
@@ -1110,7 +1106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(json.loads(line[4:]))
                 print(f"done {name} at {size:,} ({time.perf_counter() - t0:.0f} s): recall p50 "
                       f"{rows[-1]['recall_p50']:.2f} ms", flush=True)
-    sample_load()
+    CONDITIONS.sample()
     text = render(rows, skipped, failed, embed_cost, args)
     drawn = plot_target(args, rows)
     if rows and drawn is not None and plot(rows, drawn) and drawn.resolve().parent == HERE:

@@ -183,11 +183,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
+    conditions = _results.Conditions()
+    conditions.sample()
     rows, embed_name = real_data(args.sizes, args.queries) if args.sizes else ([], "none (query vectors given)")
     synthetic_rows = []
     for size in args.synthetic:
+        conditions.sample()
         synthetic_rows.append((size, *synthetic(size, args.queries)))
         print(f"done synthetic {size}", flush=True)
+    conditions.sample()
     header = ("| memories | users | single saves/s | batched import/s | recall p50 ms | recall p99 ms "
               "| recall+embed p50 ms | recall+embed p99 ms | file MB |\n|---|---|---|---|---|---|---|---|---|")
     lines = [f"| {s:,} | {u} | {a:,.0f} | {b:,.0f} | {c:.2f} | {d:.2f} | {e:.2f} | {f:.2f} | {g:.0f} |"
@@ -203,10 +207,11 @@ def main() -> None:
                        "|---|---|---|---|---|---|---|---|---|---|\n")
         table_text += "\n".join(f"| {s:,} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {a / c:.1f}x | {e:.2f} | {f:.2f} "
                                 f"| {e / f:.1f}x | {ld:.1f} |" for s, a, b, c, d, e, f, ld in synthetic_rows)
-    print(table_text)
+    print(f"During the run: {conditions.describe()}\n\n{table_text}")
     if not args.no_record:
         _results.append("Core", "bench_core.py",
-                        f". Query embedder: {embed_name}. {args.queries} queries per row, top_k=10, scoped to one "
+                        f"; during the run: {conditions.describe()}. Query embedder: {embed_name}. "
+                        f"{args.queries} queries per row, top_k=10, scoped to one "
                         f"user. polymem {polymem.__version__}.\n\n{table_text}")
 
 

@@ -46,7 +46,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -67,6 +66,9 @@ import polymem._text as polymem_text
 from polymem import MemoryDraft, ScoringPolicy
 from polymem._text import terms as polymem_terms  # the core's full-text analyzer (Snowball stemmer, stopwords)
 from polymem.testing import FakeClock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `_results`, beside this script
+import _results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("POLYMEM_LOCOMO", ROOT.parent / "shared" / "bench-data" / "locomo10.json"))
@@ -602,8 +604,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps({**figures, "calibration": calibration}, indent=1))
         if not args.no_record:
-            import _results  # beside this script (imported here: the tests load this module by its path)
-
             _results.append("LoCoMo relevance calibration", "bench_locomo.py",
                             f" (load {_results.load_average()})" + body)
     return 0
@@ -639,7 +639,7 @@ def render(figures: dict[str, dict[str, dict[str, float]]], args: argparse.Names
            n_questions: int, dropped: int, n_turns: int, embed_s: float,
            load_at_start: float | None = None) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = _results.machine()
     load_note = ""
     if hasattr(os, "getloadavg"):
         load_note = f"1-min load average {os.getloadavg()[0]:.1f} at the end"

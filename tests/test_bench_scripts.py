@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,27 @@ def test_alternatives_degrade_to_what_is_installed(tmp_path: Path) -> None:
     assert rows["numpy"]["exact_found"] == 1.0
     assert rows["polymem-sqlite"]["exact_found"] == 1.0  # its vector search is exact
     assert (tmp_path / "p.png").exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_alternatives_report_the_load_the_pace_of_python_and_the_stolen_cpu_time_during_the_run(
+        tmp_path: Path) -> None:
+    out = _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4",
+                "--repeats", "2", "--base", "40", "--only", "numpy", "--no-record"], tmp_path)
+    conditions = re.search(r"during the run \(before each pass\): highest 1-min load average [0-9.]+; "
+                           r"a 1,000,000-step Python loop in ([0-9]+)(-[0-9]+)? ms \(([0-9]+) samples\); "
+                           r"[0-9]+ % of CPU time stolen by the host", out)
+    assert conditions, out
+    assert int(conditions[3]) >= 3  # two passes and the end
+
+
+def test_the_pace_of_python_is_the_fastest_of_its_tries_and_steal_is_a_share_of_cpu_time() -> None:
+    results = _module("_results")
+    conditions = results.Conditions()
+    conditions.sample()
+    conditions.sample(pace=False)
+    assert len(conditions.paces) == 1 and conditions.paces[0] > 0 and len(conditions.loads) == 2
+    assert conditions.steal_percent is None or 0 <= conditions.steal_percent <= 100
+    assert "1,000,000-step Python loop in" in conditions.describe()
 
 
 def test_alternatives_without_record_leave_the_recorded_plot_alone(tmp_path: Path) -> None:

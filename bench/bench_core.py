@@ -207,7 +207,7 @@ def main() -> None:
                        "|---|---|---|---|---|---|---|---|---|---|\n")
         table_text += "\n".join(f"| {s:,} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {a / c:.1f}x | {e:.2f} | {f:.2f} "
                                 f"| {e / f:.1f}x | {ld:.1f} |" for s, a, b, c, d, e, f, ld in synthetic_rows)
-    print(f"During the run: {conditions.describe()}\n\n{table_text}")
+    print(f"During the run: {conditions.describe()}\n\n{table_text.lstrip()}")
     if not args.no_record:
         _results.append("Core", "bench_core.py",
                         f"; during the run: {conditions.describe()}. Query embedder: {embed_name}. "

@@ -40,7 +40,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -63,6 +62,7 @@ from mcp.shared.message import SessionMessage
 import polymem
 from polymem.mcp_server import Caller, _Direct, build_server
 from polymem.server._auth import AuthStore, Database
+from polymem.testing.process import free_port
 
 WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar running "
          "swimming budget travel flight hotel doctor dentist birthday project deadline kyoto chocolate wine").split()
@@ -88,12 +88,6 @@ def fill(path: Path, size: int, users: int, rng: random.Random) -> None:
                 mine = [polymem.MemoryDraft(content=t) for j, t in enumerate(batch) if j % users == u]
                 if mine:
                     mem.save_many(mine, user_id=f"u{u}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def child_env(first: str | None = None) -> dict[str, str]:

@@ -16,7 +16,6 @@ import argparse
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import httpx
 import polymem
 from polymem.client import HttpMemory
 from polymem.server._auth import AuthStore, Database
+from polymem.testing.process import free_port
 
 WORDS = ("blue red green coffee tea train paris berlin meeting invoice report dog cat piano guitar "
          "running swimming budget travel flight hotel doctor dentist birthday project deadline").split()
@@ -69,12 +69,6 @@ def drive(clients: int, ops: int, make: Callable[[int], Any], op: Callable[[Any,
     latencies.sort()
     return {"rps": len(latencies) / elapsed, "p50": statistics.median(latencies) * 1000,
             "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def main() -> None:

@@ -848,7 +848,8 @@ def exact_found(store: Store, texts: Sequence[str], vectors: np.ndarray, extra_t
 
 
 # -- the parent: embed once, run each store in a child, report ----------------------------------------
-CONDITIONS = _results.Conditions()  # sampled before each pass and at the end (the machine may be shared)
+# sampled before each size, before each pass of stores timed in turn, and at the end (the machine may be shared)
+CONDITIONS = _results.Conditions()
 
 
 CACHE = Path(os.environ.get("POLYMEM_BENCH_CACHE", Path.home() / ".cache" / "polymem-bench"))
@@ -914,7 +915,7 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = max(CONDITIONS.loads, default=float("nan"))
     out = [f"\n## polymem against the alternatives (bench/bench_alternatives.py) — {stamp}\n",
-           f"Machine: {_results.machine()}; during the run (before each pass): {CONDITIONS.describe()}"
+           f"Machine: {_results.machine()}; during the run: {CONDITIONS.describe()}"
            f"{' (machine shared and loaded: absolute figures are pessimistic, ratios are from the same run)' if load > (os.cpu_count() or 1) else ''}. "
            f"Interpreter: {sys.prefix}. Versions: {versions()}. {args.queries} recalls and {args.saves} saves "
            f"per store and size (fewer for slow stores: {args.budget:g} s budget per pass), {args.repeats} passes, "

@@ -136,14 +136,22 @@ def test_alternatives_report_the_load_the_pace_of_python_and_the_stolen_cpu_time
     assert int(conditions[3]) >= 4  # before the size, before each of the two passes, and at the end
 
 
-def test_the_pace_of_python_is_the_fastest_of_its_tries_and_steal_is_a_share_of_cpu_time() -> None:
+def test_conditions_time_the_python_loop_only_when_asked_and_describe_it() -> None:
     results = _module("_results")
     conditions = results.Conditions()
     conditions.sample()
     conditions.sample(pace=False)
     assert len(conditions.paces) == 1 and conditions.paces[0] > 0 and len(conditions.loads) == 2
-    assert conditions.steal_percent is None or 0 <= conditions.steal_percent <= 100
-    assert "1,000,000-step Python loop in" in conditions.describe()
+    assert "1,000,000-step Python loop in" in conditions.describe() and "(1 sample)" in conditions.describe()
+
+
+def test_steal_is_the_share_of_cpu_time_stolen_between_the_first_and_the_last_sample() -> None:
+    conditions = _module("_results").Conditions()
+    conditions._ticks = [(1_000, 40), (1_100, 45), (1_400, 100)]  # (all ticks, stolen ticks) since boot
+    assert conditions.steal_percent == 15.0  # 60 of 400
+    assert "15 % of CPU time stolen by the host" in conditions.describe()
+    conditions._ticks = conditions._ticks[:1]
+    assert conditions.steal_percent is None
 
 
 def test_alternatives_without_record_leave_the_recorded_plot_alone(tmp_path: Path) -> None:

@@ -115,3 +115,31 @@ def test_a_text_is_read_as_every_pattern_reads_it_after_the_date_word_check(word
         assert checked == (_dates.read_validity(text, said), _dates.read_period(text, said))
     finally:
         _dates._HINT = original
+
+
+def test_a_short_texts_day_is_remembered_and_read_as_before() -> None:
+    from polymem import _dates
+
+    text = "We moved to Lisbon on March 1st"
+    _dates._remembered_date.cache_clear()
+    first, again = _dates.read_date(text, SAID), _dates.read_date(text, SAID)
+    start, _ = read_validity(text, SAID)
+    assert start is not None and first == again == start.date()
+    assert _dates._remembered_date.cache_info().hits == 1
+
+
+def test_a_days_reading_depends_on_when_the_text_was_said() -> None:
+    from polymem import _dates
+
+    text = "I started yesterday"
+    assert _dates.read_date(text, day(2026, 3, 10)) == day(2026, 3, 9).date()
+    assert _dates.read_date(text, day(2026, 5, 2)) == day(2026, 5, 1).date()
+
+
+def test_a_long_texts_day_is_read_every_time_and_not_kept() -> None:
+    from polymem import _dates
+
+    text = "x " * _dates.DATED_TEXT_CHARS + "since 2021"
+    _dates._remembered_date.cache_clear()
+    assert _dates.read_date(text, SAID) == day(2021, 1, 1).date()
+    assert _dates._remembered_date.cache_info().currsize == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,8 +17,10 @@ PACE_STEPS = 1_000_000
 
 
 def machine() -> str:
-    """The machine in one phrase: architecture, cores and Python."""
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    """The machine in one phrase: architecture, cores, and Python with where it is installed (two
+    builds of one version run pure Python at different speeds: a distribution's optimized build,
+    a pyenv build without `--enable-optimizations`)."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} from {sys.base_prefix}"
 
 
 def load_average() -> str:

@@ -145,6 +145,11 @@ def test_conditions_time_the_python_loop_only_when_asked_and_describe_it() -> No
     assert "1,000,000-step Python loop in" in conditions.describe() and "(1 sample)" in conditions.describe()
 
 
+def test_the_machine_phrase_names_the_python_installation_that_ran() -> None:
+    phrase = _module("_results").machine()
+    assert phrase.endswith(f"Python {sys.version.split()[0]} from {sys.base_prefix}")
+
+
 def test_steal_is_the_share_of_cpu_time_stolen_between_the_first_and_the_last_sample() -> None:
     conditions = _module("_results").Conditions()
     conditions._ticks = [(1_000, 40), (1_100, 45), (1_400, 100)]  # (all ticks, stolen ticks) since boot

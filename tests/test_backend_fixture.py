@@ -49,8 +49,8 @@ def test_a_private_redis_whose_port_was_taken_starts_on_another(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         ports = iter([taken.getsockname()[1]])
-        real_free_port = backends._free_port
-        monkeypatch.setattr(backends, "_free_port", lambda: next(ports, None) or real_free_port())
+        real_free_port = backends.free_port
+        monkeypatch.setattr(backends, "free_port", lambda: next(ports, None) or real_free_port())
         binary = backends.redis_server_binary()
         assert binary is not None
         proc, url = backends._start_redis(binary, tmp_path)

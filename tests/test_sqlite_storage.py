@@ -10,7 +10,7 @@ from typing import Any
 
 import polymem
 from polymem._filters import dumps
-from polymem.testing import FakeClock, RecordingEmbedder, local_embedder
+from polymem.testing import FakeClock, HashEmbedder, RecordingEmbedder, local_embedder
 
 
 def _versions_table(path: Path) -> list[tuple[str, int]]:
@@ -143,3 +143,24 @@ def test_a_read_only_store_recalls_the_past_without_keeping_vectors(tmp_path: Pa
     assert (hit.memory.memory_id, hit.memory.content) == (memory_id, "My dog is called Rex")
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM memory_versions WHERE vector IS NOT NULL").fetchone() == (0,)
+
+
+def _foreign_counts(mem: Any, *namespaces: str) -> list[int]:
+    return [mem.backend.count_foreign_vectors(ns, mem.embedder.model_id) for ns in namespaces]
+
+
+def test_memories_without_a_vector_of_the_model_are_counted_for_their_namespace_alone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    with polymem.open(url, embedder=None, namespace="lexical") as lexical:
+        kept = [lexical.save(f"note {i} about tea", user_id="u") for i in range(3)]
+    with polymem.open(url, embedder=None, namespace="team") as team:
+        team.save("the team likes green tea", user_id="u")
+    with polymem.open(url, embedder=HashEmbedder(), namespace="team") as mem:
+        assert _foreign_counts(mem, "lexical", "team", "nobody") == [3, 1, 0]
+        mem.recall("tea", user_id="u")  # embeds the team's memory, and only the team's
+        assert _foreign_counts(mem, "lexical", "team") == [3, 0]
+        lexical_view = polymem.open(url, embedder=None, namespace="lexical")
+        lexical_view.update(kept[0].memory_id, content="note 0 about black tea")  # still without a vector
+        lexical_view.delete(kept[1].memory_id)
+        lexical_view.close()
+        assert _foreign_counts(mem, "lexical", "team") == [2, 0]

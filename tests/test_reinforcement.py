@@ -74,6 +74,28 @@ def test_a_recall_does_not_wait_for_bonuses_that_wait_for_another_writer(tmp_pat
         assert stored is not None and stored.access_count == 2  # neither bonus lost
 
 
+def test_a_file_store_writes_bonuses_on_a_connection_its_recalls_do_not_read_on(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        on_store_connection: list[str] = []
+        mem.backend._conn.set_trace_callback(on_store_connection.append)
+        mem.recall("bees", user_id="u")
+        mem.flush()
+        mem.backend._conn.set_trace_callback(None)
+        stored = mem.get(record.memory_id)
+        assert stored is not None and stored.access_count == 1
+        assert on_store_connection and not [s for s in on_store_connection if s.startswith("UPDATE memories")]
+
+
+def test_a_store_in_memory_writes_its_bonuses_too() -> None:
+    with polymem.open("memory://bonuses", embedder=HashEmbedder(), clock=FakeClock()) as mem:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        mem.recall("bees", user_id="u")
+        mem.flush()
+        stored = mem.get(record.memory_id)
+        assert stored is not None and stored.access_count == 1
+
+
 def test_a_cache_behind_another_process_bonuses_reads_them_and_its_own_written_after(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
     clock = FakeClock()

@@ -777,6 +777,8 @@ _STAMPED_SINCE = ("SELECT rowid, importance, last_accessed_at, access_count FROM
 # Rows of a scope read for the first time taken in at a time: the rows of all of it at once (their
 # vector blobs and Python objects) held beside the arrays made of them doubled a large store's peak.
 LOAD_ROWS = 16_384
+# Recalls' bonuses written at once (`_write_bonuses`): each recall's (namespace, [(memory_id, bonus)], when in µs).
+_BonusBatch = Sequence[tuple[str, builtins.list[tuple[str, float]], int]]
 # How long the bonus writer of a store in memory sleeps, with the store free, while another connection
 # writes (`_write_bonuses_held`).
 BUSY_PAUSE_S = 0.01
@@ -1908,7 +1910,7 @@ class SQLiteBackend(Backend):
         if bonuses and not self.read_only:  # a read-only store recalls without counting accesses
             self._bookkeeping.put((namespace, list(bonuses), to_micros(now)))
 
-    def _write_bonuses(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
+    def _write_bonuses(self, batch: _BonusBatch) -> None:
         """Write a batch of recall bonuses. A file's are written on a connection of their own, which
         holds nothing of this process's: this process's recalls read meanwhile, and while it waits
         for another connection's write (another process's import). On the store's connection, a
@@ -1933,7 +1935,7 @@ class SQLiteBackend(Backend):
             if not self._closed:
                 self._count_commit(self._conn)
 
-    def _write_bonuses_held(self, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
+    def _write_bonuses_held(self, batch: _BonusBatch) -> None:
         """`_write_bonuses` on the store's connection. Only when no other connection is writing:
         waiting for one with the store held would make this process's recalls wait too."""
         give_up = time.monotonic() + self._target[2] / 1000  # the store's busy timeout, as a write waits
@@ -1948,7 +1950,7 @@ class SQLiteBackend(Backend):
             time.sleep(BUSY_PAUSE_S)
 
     @staticmethod
-    def _apply_bonuses(conn: sqlite3.Connection, batch: Sequence[tuple[str, builtins.list[tuple[str, float]], int]]) -> None:
+    def _apply_bonuses(conn: sqlite3.Connection, batch: _BonusBatch) -> None:
         stamp = int(conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 "
                                  "WHERE key = 'accessed_seq' RETURNING value").fetchone()[0])
         for namespace, bonuses, now_us in batch:

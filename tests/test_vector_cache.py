@@ -241,6 +241,28 @@ def test_live_rows_are_read_alike_inside_the_arrays_beyond_them_and_after_moving
     assert categories == ["event", "task", "fact", None] and moved[:3].tolist() == live[:3].tolist()
 
 
+def test_bonuses_over_many_blocks_reach_each_rows_block_and_the_rows_by_rowid_alike() -> None:
+    directory = SmallReach()
+    blocks = [directory.new_block(("default", f"u{n}")) for n in range(3)]
+    for n, block in enumerate(blocks):
+        block.put([cached_row(r, "fact", 0.1, None) for r in range(n, 24, 3)])
+    blocks[1].put([cached_row(900, "event", 0.5, None)])  # beyond the arrays' reach: kept aside
+    assert directory.far
+    untouched = {block.number: block.live.copy() for block in blocks}
+    rowids = np.array([22, 4, 900, 2, 45, 9])  # 45: not held
+    changed = np.array([[0.9, 8e6, 3], [0.8, 9e6, 4], [0.7, 1e7, 5], [0.6, 1.1e7, 6], [0.5, 1.2e7, 7], [0.4, 1.3e7, 8]])
+    directory.touch(rowids, changed)
+    numbers, slots = directory.locate(rowids)
+    by_rowid, _ = directory.live_rows(rowids, numbers, slots)
+    columns = [_sqlite._IMPORTANCE, _sqlite._ACCESSED, _sqlite._COUNT]
+    for i in (0, 1, 2, 3, 5):
+        in_block = directory.blocks[numbers[i]].live[slots[i]]
+        assert in_block[columns].tolist() == by_rowid[i][columns].tolist() == changed[i].tolist()
+        assert in_block[_sqlite._CREATED] == untouched[numbers[i]][slots[i]][_sqlite._CREATED]
+        untouched[numbers[i]][slots[i]] = in_block
+    assert all((block.live == untouched[block.number]).all() for block in blocks)  # no other row moved
+
+
 def test_live_inputs_over_every_user_are_each_stored_rows_own(tmp_path: Path) -> None:
     clock = FakeClock()
     mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=clock)

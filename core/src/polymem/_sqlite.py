@@ -423,6 +423,7 @@ _NOT_ACCESSED = np.iinfo(np.int64).min
 # The columns of `_ScopeBlock.live`, what a row's live score is made of, in float64 (its
 # microsecond times are exact below 2**53, and `_NOT_ACCESSED` is a power of two).
 _IMPORTANCE, _CREATED, _ACCESSED, _COUNT = range(4)
+_TOUCHED = np.array([_IMPORTANCE, _ACCESSED, _COUNT])  # the columns a recall's bonus changes (`_VectorCache.touch`)
 # A row of `_CACHE_COLUMNS` as a block keeps it: (rowid, vector, agent_id, category, expire_at,
 # importance, created_at, last_accessed_at, access_count)
 _CachedRow = tuple[int, bytes, "str | None", str, "int | None", float, int, "int | None", int]
@@ -543,6 +544,21 @@ class _RowDirectory:
             block = self.blocks[number]
             if slot < block.size:  # (a row placed before its block wrote its columns gets them then)
                 self.mirror(np.array([rowid]), block.live[slot:slot + 1], [block.label(block.categories.item(slot))])
+
+    def touch(self, rowids: np.ndarray, changed: np.ndarray) -> None:
+        """Write the `_TOUCHED` columns `changed` of `rowids` (distinct; those not held left out) in
+        their blocks and here, each block's rows at once: over every user a batch of bonuses lies a
+        few rows a block in ~100 blocks (1M rows over 100 users, ~170 rows: 2.4 ms taken a block
+        at a time with a mask each, 0.57 ms so)."""
+        numbers, slots = self.locate(rowids)
+        held = numbers >= 0
+        order = np.flatnonzero(held)[np.argsort(numbers[held], kind="stable")]
+        numbers, slots, changed_held = numbers[order], slots[order], changed[order]
+        starts = np.flatnonzero(np.diff(numbers, prepend=-1))
+        for start, end, number in zip(starts.tolist(), [*starts[1:].tolist(), len(order)], numbers[starts].tolist()):
+            self.blocks[number].live[slots[start:end, None], _TOUCHED] = changed_held[start:end]
+        inside = held & (rowids < len(self.live_of))
+        self.live_of[rowids[inside, None], _TOUCHED] = changed[inside]
 
     def mirror(self, rowids: np.ndarray, live: np.ndarray, categories: builtins.list[str | None] | None) -> None:
         """Keep the `live` rows (and `categories`, None: unchanged) a block wrote for `rowids`."""
@@ -677,12 +693,6 @@ class _ScopeBlock:
         self.soonest = min(self.soonest, min(expire, default=_NEVER))
         self.live[slots] = [(row[5], row[6], _NOT_ACCESSED if row[7] is None else row[7], row[8]) for row in rows]
         self.directory.mirror(ids, self.live[slots], [row[3] for row in rows])
-
-    def touch(self, slots: np.ndarray, importances: np.ndarray, accessed: np.ndarray, counts: np.ndarray) -> None:
-        """Take in the live-score columns a recall's bonuses changed."""
-        self.live[slots, _IMPORTANCE], self.live[slots, _ACCESSED], self.live[slots, _COUNT] = \
-            importances, accessed, counts
-        self.directory.mirror(self.rowids[slots], self.live[slots], None)
 
     def live_inputs(self, slots: np.ndarray, now_us: int) -> LiveInputs:
         """What the live scores of the rows in `slots` are made of (`LiveInputs`)."""
@@ -877,14 +887,14 @@ class _VectorCache:
         bonuses changed since `accessed_seq` (those of rows not held are not needed)."""
         if not rows:
             return
-        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        numbers, slots = self.directory.locate(ids)
-        importances = np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows))
-        accessed = np.fromiter((_NOT_ACCESSED if row[2] is None else row[2] for row in rows), dtype=np.int64,
-                               count=len(rows))
-        counts = np.fromiter((row[3] for row in rows), dtype=np.int64, count=len(rows))
-        for number, mine in self.directory.by_block(numbers):
-            self.directory.blocks[number].touch(slots[mine], importances[mine], accessed[mine], counts[mine])
+        n = len(rows)
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=n)
+        changed = np.empty((n, len(_TOUCHED)), dtype=np.float64)  # in the order of `_TOUCHED`
+        changed[:, 0] = np.fromiter((row[1] for row in rows), dtype=np.float64, count=n)
+        changed[:, 1] = np.fromiter((_NOT_ACCESSED if row[2] is None else row[2] for row in rows), dtype=np.int64,
+                                    count=n)
+        changed[:, 2] = np.fromiter((row[3] for row in rows), dtype=np.int64, count=n)
+        self.directory.touch(ids, changed)
 
     def live_inputs(self, rowids: Sequence[int], now_us: int) -> LiveInputs:
         """What the live scores of these rows are made of, where this cache holds them (`LiveInputs`)."""

@@ -10,7 +10,17 @@ import numpy as np
 import pytest
 
 from polymem import _scan
-from polymem._scan import PARALLEL_ROWS, ROW_BY_ROW, alongside, bounds, products, quantize, shortlist
+from polymem._scan import (
+    PACK_ROWS,
+    PARALLEL_ROWS,
+    ROW_BY_ROW,
+    PackedCodes,
+    alongside,
+    bounds,
+    products,
+    quantize,
+    shortlist,
+)
 
 
 def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
@@ -18,16 +28,17 @@ def unit_rows(n: int, dimension: int, seed: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def bounds_of(matrix: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bounds_of(matrix: np.ndarray, query: np.ndarray, packed: bool = True) -> tuple[np.ndarray, np.ndarray]:
     codes, scales, lost = quantize(matrix)
-    return bounds(codes, scales, lost, np.linalg.norm(matrix, axis=1), query)
+    return bounds(codes, scales, lost, np.linalg.norm(matrix, axis=1), query, PackedCodes() if packed else None)
 
 
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "row-by-row"])
 @pytest.mark.parametrize("rows", [1_000, PARALLEL_ROWS + 1_000], ids=["one-core", "split-across-cores"])
-def test_the_bounds_hold_every_exact_product(rows: int) -> None:
+def test_the_bounds_hold_every_exact_product(rows: int, packed: bool) -> None:
     matrix = unit_rows(rows, 384, seed=1)
     query = unit_rows(1, 384, seed=2)[0]
-    lower, upper = bounds_of(matrix, query)
+    lower, upper = bounds_of(matrix, query, packed)
     exact = products(matrix, query)
     assert (lower <= exact).all() and (exact <= upper).all()
     assert (upper - lower).max() < 0.05  # tight enough to shortlist
@@ -110,19 +121,75 @@ def test_a_shortlist_of_exact_values_is_their_top(rows: int) -> None:
     assert sorted(shortlist(values, values, 30).tolist()) == sorted(np.argsort(-values)[:30].tolist())
 
 
-def test_scanning_leaves_the_interpreter_reference_counts_alone() -> None:
-    """SimSIMD's cdist(out=...) returns None without owning a reference: used that way, every
-    scan took one from None and a long-running process died ("deallocating None")."""
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "row-by-row"])
+def test_scanning_leaves_the_interpreter_reference_counts_alone(packed: bool) -> None:
+    """SimSIMD's cdist(out=...) returned None without owning a reference: used that way, every
+    scan took one from None and a long-running process died ("deallocating None"). NumKong's
+    kernels that replaced it must not either."""
     import sys
 
     matrix = unit_rows(PARALLEL_ROWS + 100, 16, seed=8)
     codes, scales, lost = quantize(matrix)
-    norms = np.linalg.norm(matrix, axis=1)
-    bounds(codes, scales, lost, norms, matrix[0])
+    norms, packs = np.linalg.norm(matrix, axis=1), PackedCodes() if packed else None
+    bounds(codes, scales, lost, norms, matrix[0], packs)
     before = sys.getrefcount(None)
     for _ in range(200):
-        bounds(codes, scales, lost, norms, matrix[0])
+        bounds(codes, scales, lost, norms, matrix[0], packs)
     assert abs(sys.getrefcount(None) - before) < 50
+
+
+def int8_rows(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-127, 128, size=(n, 384)).astype(np.int8)
+
+
+def exact_int8_products(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    return (codes.astype(np.int64) @ query.astype(np.int64)).astype(np.float32)
+
+
+@pytest.mark.parametrize("rows", [PACK_ROWS - 1, 2 * PACK_ROWS + 5, PARALLEL_ROWS + PACK_ROWS // 2],
+                         ids=["one-pack", "packs-and-a-part", "split-across-cores"])
+def test_packed_codes_give_each_rows_exact_integer_product(rows: int) -> None:
+    codes, query = int8_rows(rows, seed=1), int8_rows(1, seed=2)[0]
+    assert np.array_equal(PackedCodes().products(codes, query), exact_int8_products(codes, query))
+
+
+def test_packed_codes_follow_rows_changed_in_place() -> None:
+    codes, query, packed = int8_rows(3 * PACK_ROWS, seed=3), int8_rows(1, seed=4)[0], PackedCodes()
+    packed.products(codes, query)
+    codes[[5, 2 * PACK_ROWS + 7]] = int8_rows(2, seed=5)
+    packed.changed(np.array([5, 2 * PACK_ROWS + 7]))
+    assert np.array_equal(packed.products(codes, query), exact_int8_products(codes, query))
+
+
+def test_packed_codes_follow_rows_added_and_removed_at_the_end() -> None:
+    codes, query, packed = int8_rows(2 * PACK_ROWS + 300, seed=6), int8_rows(1, seed=7)[0], PackedCodes()
+    for rows in (PACK_ROWS + 10, 2 * PACK_ROWS + 300, PACK_ROWS, 2 * PACK_ROWS + 1):
+        assert np.array_equal(packed.products(codes[:rows], query), exact_int8_products(codes[:rows], query))
+
+
+def test_packed_codes_are_packed_again_when_the_kernels_change() -> None:
+    """A pack is laid out for the kernels chosen when it was made: read by others it gave wrong
+    products, or crashed the interpreter."""
+    import numkong
+
+    codes, query, packed = int8_rows(PACK_ROWS + 3, seed=8), int8_rows(1, seed=9)[0], PackedCodes()
+    packed.products(codes, query)
+    # the kernels polymem turned off (AMX) on again; where there were none, all but the plainest off
+    on, off = _scan._TURNED_OFF, [name for name, on in numkong.get_capabilities().items() if on and name != "serial"]
+    if on:
+        off = []
+    for name in on or []:
+        numkong.enable_capability(name)
+    for name in off:
+        numkong.disable_capability(name)
+    try:
+        assert np.array_equal(packed.products(codes, query), exact_int8_products(codes, query))
+    finally:
+        for name in off:
+            numkong.enable_capability(name)
+        for name in on or []:
+            numkong.disable_capability(name)
+    assert np.array_equal(packed.products(codes, query), exact_int8_products(codes, query))
 
 
 @pytest.fixture

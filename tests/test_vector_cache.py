@@ -125,6 +125,33 @@ def test_a_scope_past_the_int8_shortlist_size_still_ranks_by_exact_float32_produ
     mem.close()
 
 
+def test_a_scope_past_the_int8_shortlist_size_ranks_exactly_after_deletes_and_saves_between_recalls(
+        tmp_path: Path) -> None:
+    """A delete moves the scope's last row into the hole, a save adds one at the end and an update
+    re-embeds one in place: the int8 copy's packs (`_scan.PackedCodes`) of those places are made anew."""
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    n = 2 * APPROX_ROWS + 100
+    vectors = unit_vectors(n + 40, seed=11)
+    ids = dict(enumerate(save_scope(mem, vectors[:n], ["a"] * n).values()))
+    nearest(mem, vectors[0])  # the cache and its packs are made before the writes
+    for step, hole in enumerate(range(7, n, n // 20)):
+        mem.delete(ids.pop(hole))
+        last = max(ids)  # the row moved into the hole
+        assert nearest(mem, vectors[last]) == ids[last]
+        added = n + step
+        ids[added] = mem.save(f"memory number {added}", user_id="u", agent_id="a", vector=vectors[added]).memory_id
+        assert nearest(mem, vectors[added]) == ids[added]
+    kept = sorted(ids)
+    for query in unit_vectors(5, seed=12):
+        exact = vectors[kept] @ query
+        expected = [ids[kept[i]] for i in np.argsort(-exact, kind="stable")[:10]]
+        assert [r.memory_id for r, _ in mem.nearest(query, user_id="u", top_k=10)] == expected
+    moved = kept[len(kept) // 2]
+    mem.update(ids[moved], content="re-embedded")  # by the store's embedder: along the first axis
+    assert nearest(mem, np.eye(VectorTable.dimension, dtype=np.float32)[0]) == ids[moved]
+    mem.close()
+
+
 def test_rows_closer_together_than_int8_codes_can_tell_apart_are_still_ranked_exactly(tmp_path: Path) -> None:
     mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
     n = 2 * APPROX_ROWS

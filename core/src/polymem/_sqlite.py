@@ -59,7 +59,7 @@ from ._errors import (
 )
 from ._filters import compile_filter, dumps, from_micros, to_micros
 from ._models import ImportReport, MemoryRecord, Message, SessionInfo
-from ._scan import APPROX_ROWS, alongside, bounds, products, quantize, row_products, shortlist
+from ._scan import APPROX_ROWS, PackedCodes, alongside, bounds, products, quantize, row_products, shortlist
 from ._storage import Batch, Insert, ListRecords, SessionTouch, Update
 from ._text import analyzer_id, check_language, language_of, terms
 from ._time import to_iso
@@ -602,15 +602,16 @@ class _ScopeBlock:
     a recall after a write never rebuilds the matrix: at 100k rows a rebuild cost ~0.7 s.
     Agents and categories are small-integer codes so their filters are one vectorised compare.
     `codes`, `scales`, `lost` and `norms` are the int8 copy a scan reads first (`_scan.quantize`),
-    brought up to date for the rows marked `stale` before each scan, all at once.
+    brought up to date for the rows marked `stale` before each scan, all at once; `packed` holds
+    the codes again as the scan's kernels read them (`_scan.PackedCodes`: a quarter of `matrix`).
     `live` holds what the rows' live scores are made of, a row of it each (importance, created,
     last accessed, access count: `live_inputs`): a recall reads the rows of the candidates that can
     score among its best, not of every candidate, and over many users' blocks gathers one row of
     `live` a candidate (102 candidates in ~80 blocks: 0.06 ms, where reading four arrays took 0.13).
     """
 
-    __slots__ = ("size", "directory", "number", "rowids", "matrix", "codes", "scales", "lost", "norms", "stale",
-                 "any_stale", "agents", "categories", "expire", "soonest", "live", "_codes", "_labels", "ann", "scope")
+    __slots__ = ("size", "directory", "number", "rowids", "matrix", "codes", "packed", "scales", "lost", "norms",
+                 "stale", "any_stale", "agents", "categories", "expire", "soonest", "live", "_codes", "_labels", "ann", "scope")
 
     def __init__(self, scope: tuple[str, str | None], directory: _RowDirectory, number: int) -> None:
         self.scope = scope  # (namespace, user_id)
@@ -619,6 +620,7 @@ class _ScopeBlock:
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, 0), dtype=np.float32)
         self.codes = np.zeros((0, 0), dtype=np.int8)
+        self.packed = PackedCodes()  # `codes` as the scan reads them
         self.scales = np.zeros(0, dtype=np.float32)
         self.lost = np.zeros(0, dtype=np.float32)
         self.norms = np.zeros(0, dtype=np.float32)
@@ -713,6 +715,7 @@ class _ScopeBlock:
         last = self.size - 1
         if slot != last:
             self.directory.put(self.rowids[last], self.number, slot)
+            self.packed.changed(slot)
             for array in (self.rowids, self.matrix, self.codes, self.scales, self.lost, self.norms, self.stale,
                           self.agents, self.categories, self.expire, self.live):
                 array[slot] = array[last]
@@ -748,6 +751,7 @@ class _ScopeBlock:
             self.norms[slots] = np.linalg.norm(rows, axis=1)
         self.stale[stale] = False
         self.any_stale = False
+        self.packed.changed(stale)
 
     def best(self, query: np.ndarray, mask: np.ndarray | None, kept: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots and exact products of the best `limit` rows (or fewer) among those `mask` keeps
@@ -766,7 +770,7 @@ class _ScopeBlock:
                 sims = sims[mask]
         else:
             self._quantize_stale()
-            lower, upper = bounds(self.codes[:n], self.scales[:n], self.lost[:n], self.norms[:n], query)
+            lower, upper = bounds(self.codes[:n], self.scales[:n], self.lost[:n], self.norms[:n], query, self.packed)
             if mask is not None:
                 lower[~mask] = upper[~mask] = -np.inf
             slots = shortlist(lower, upper, limit)

@@ -208,7 +208,7 @@ def test_calibration_from_the_indexed_terms_gives_the_relevances_of_analysing_ea
 
 
 @pytest.fixture
-def ranked_alongside(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def recorded_alongside(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Records the thread each full-text ranking started alongside the vector scan ran on."""
     import polymem._sqlite
 
@@ -224,6 +224,37 @@ def ranked_alongside(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(polymem._sqlite, "alongside", recorded)
     return threads
+
+
+@pytest.fixture
+def ranked_alongside(monkeypatch: pytest.MonkeyPatch, recorded_alongside: list[str]) -> list[str]:
+    """`recorded_alongside`, with scopes of any size ranked alongside (not only `ALONGSIDE_ROWS` and more)."""
+    monkeypatch.setattr("polymem._sqlite.ALONGSIDE_ROWS", 1)
+    return recorded_alongside
+
+
+def test_a_scope_under_the_alongside_size_ranks_its_text_in_turn(tmp_path: Path,
+                                                                 recorded_alongside: list[str]) -> None:
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(40):
+            mem.save(f"the acme invoice {i}", user_id="ann")
+        found = mem.recall("acme invoice", user_id="ann")
+        side = mem._transport.records._side
+    assert found and not recorded_alongside and side is None
+
+
+def test_a_scope_of_the_alongside_size_ranks_its_text_alongside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                recorded_alongside: list[str]) -> None:
+    monkeypatch.setattr("polymem._sqlite.ALONGSIDE_ROWS", 40)
+    with open_store(tmp_path / "m.db", Clock()) as mem:
+        for i in range(39):
+            mem.save(f"the acme invoice {i}", user_id="ann")
+        mem.recall("acme invoice", user_id="ann")
+        assert not recorded_alongside  # 39 memories: in turn
+        mem.save("the acme invoice 39", user_id="ann")
+        found = mem.recall("acme invoice", user_id="ann", top_k=40)
+        assert recorded_alongside and threading.current_thread().name not in recorded_alongside
+    assert len(found) == 40
 
 
 def test_text_matches_ranked_alongside_the_vector_scan_are_those_ranked_in_turn(

@@ -28,6 +28,9 @@ def child(path: str, name: str, out: multiprocessing.Queue[str]) -> None:
 
 
 if __name__ == "__main__":
+    import polymem._sqlite
+
+    polymem._sqlite.ALONGSIDE_ROWS = 1  # this small scope's text ranked on another core, as a large one's is
     path, name = sys.argv[1], sys.argv[2]
     EMBEDDER = embedder_named(name)
     with polymem.open(f"sqlite:///{path}", embedder=EMBEDDER) as mem:  # the parent uses the model before forking

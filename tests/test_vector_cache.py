@@ -165,6 +165,38 @@ def test_rows_closer_together_than_int8_codes_can_tell_apart_are_still_ranked_ex
     mem.close()
 
 
+def test_a_shortlist_of_a_seventh_of_the_scope_is_measured_from_its_own_rows_and_ranked_exactly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """~1,200 of 8,192 rows too close together for the int8 codes to tell apart: those rows are
+    copied out and measured again, not every row of the scope."""
+    import polymem._sqlite
+
+    measured: list[int] = []
+    original = polymem._sqlite.products
+
+    def recorded(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+        measured.append(len(matrix))
+        return original(matrix, query)
+
+    monkeypatch.setattr(polymem._sqlite, "products", recorded)
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    n = 2 * APPROX_ROWS
+    center = unit_vectors(1, seed=7)[0]
+    vectors = unit_vectors(n, seed=9)
+    close = np.random.default_rng(10).choice(n, 1200, replace=False)
+    vectors[close] = center + np.random.default_rng(8).normal(0, 3e-3, size=(len(close), VectorTable.dimension))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = save_scope(mem, vectors, ["a"] * n)
+    exact = vectors @ center
+    expected = [ids[i] for i in np.argsort(-exact, kind="stable")[:10]]
+    measured.clear()
+    got = mem.nearest(center, user_id="u", top_k=10)
+    mem.close()
+    assert [r.memory_id for r, _ in got] == expected
+    assert [s for _, s in got] == pytest.approx(sorted(exact, reverse=True)[:10], abs=1e-6)
+    assert measured and max(measured) < n // 4 and min(measured) >= 10
+
+
 def test_a_process_reads_each_scope_when_first_searched_and_sees_later_writes_to_every_scope(tmp_path: Path) -> None:
     """Another process's writes reach this one's cache whether they land in a scope it has already
     read, one it has not read yet, or show up in an all-users search."""

@@ -17,6 +17,9 @@ After its load each store is timed for:
 - `save p50/p99`: one more memory, as an agent adds it (persisted where the store persists);
 - `recall p50/p99`: top-10 for one query vector; for chat histories, which cannot search,
   the only read they have: the whole history (marked);
+- polymem's vector search alone (`nearest`: the index or scan and the ten records, without the
+  full-text ranking and scoring a recall adds) is timed right after each of its recalls, for the
+  same query, and given under the table (the other stores' recall is their vector search);
 - `save/s`, `recall/s`: sequential saves and recalls per second (1 / mean);
 - `exact top-10 found`: how many of the exact 10 nearest memories (numpy over every vector the
   store holds) the store's own vector search returns, on average over the first queries; the
@@ -626,6 +629,7 @@ class Trial:
             raise
         self.save_passes: list[list[float]] = []
         self.recall_passes: list[list[float]] = []
+        self.nearest_passes: list[list[float]] = []  # stores whose recall is more than their vector search
         self.saved: list[int] = []
         self.timed_between: list[float] = []  # wall-clock seconds of the first and the last step timed
 
@@ -682,6 +686,10 @@ class Trial:
             self.recall_passes.append([])
         spent = self._timed(lambda: self.store.recall(self.qtexts[i], self.qvecs[i]))
         self.recall_passes[repeat].append(spent)
+        if self.cls.searches and self.cls.recall is not Store.recall:
+            while len(self.nearest_passes) <= repeat:
+                self.nearest_passes.append([])
+            self.nearest_passes[repeat].append(timed(lambda: self.store.nearest(self.qtexts[i], self.qvecs[i])))
         return spent
 
     def row(self, budget_s: float) -> dict[str, Any]:
@@ -704,6 +712,8 @@ class Trial:
                     "recall_p50": median_pct(recall_passes, 50), "recall_p99": median_pct(recall_passes, 99),
                     "recall_p50_passes": [float(np.percentile(p, 50)) * 1000 for p in recall_passes],
                     "recall_per_s": float(np.median([len(p) / sum(p) for p in recall_passes])),
+                    "nearest_p50": median_pct(nearest_passes, 50) if (nearest_passes := [
+                        p for p in self.nearest_passes if p]) else None,
                     "peak_mb": peak, "mapped_mb": mapped, "disk_mb": disk,
                     "n_recalls": sum(map(len, recall_passes)), "n_saves": sum(map(len, save_passes)),
                     "exact_found": found, "timed_between": self.timed_between}
@@ -965,6 +975,8 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
         out.append("")
         if ref:
             out.append(targets(ref, [r for r in rows if r["size"] == size]))
+            if alone := vector_search_alone(ref, [r for r in rows if r["size"] == size]):
+                out.append(alone)
     if embed_cost:
         out.append("Query embedding (the same for every store, not in the figures above): " + "; ".join(
             f"{name} p50 {p50:.2f} ms, p99 {p99:.2f} ms" for name, p50, p99 in embed_cost) + ".\n")
@@ -990,9 +1002,14 @@ def found_share(row: dict[str, Any]) -> str:
     return "–" if row.get("exact_found") is None else f"{row['exact_found']:.2f}"
 
 
+def persisting_searchers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the alternatives (not polymem) that persist and search."""
+    return [r for r in rows if BY_NAME[r["store"]].persists and BY_NAME[r["store"]].searches
+            and not r["store"].startswith("polymem")]
+
+
 def targets(ref: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    persisted = [r for r in rows if BY_NAME[r["store"]].persists and BY_NAME[r["store"]].searches
-                 and not r["store"].startswith("polymem")]
+    persisted = persisting_searchers(rows)
     slower_than = [r for r in persisted if r["recall_p50"] <= ref["recall_p50"]]
     floor = next((r for r in rows if r["store"] == "numpy"), None)
     parts = []
@@ -1006,6 +1023,19 @@ def targets(ref: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         parts.append(f"within 2× of numpy brute force: {'met' if ratio <= 2 else 'NOT met'} ({ratio:.1f}×: "
                      f"{ref['recall_p50']:.2f} vs {floor['recall_p50']:.2f} ms)")
     return f"Targets for polymem (SQLite) at {ref['size']:,}: " + "; ".join(parts) + ".\n" if parts else ""
+
+
+def vector_search_alone(ref: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """polymem's `nearest` (its vector search and records, without the full text and scoring a
+    recall adds) against the recall of the alternatives that persist and search (theirs is their
+    vector search); "" when not timed."""
+    if ref.get("nearest_p50") is None:
+        return ""
+    against = "; ".join(f"{BY_NAME[r['store']].label}'s recall {r['recall_p50']:.2f} ms "
+                        f"({ref['nearest_p50'] / r['recall_p50']:.2f}× of it)" for r in persisting_searchers(rows))
+    return (f"polymem's vector search alone at {ref['size']:,} (`nearest`: the approximate index or the scan, and "
+            f"the ten records; timed after each recall, for the same query): p50 {ref['nearest_p50']:.2f} ms"
+            + (f", against {against}" if against else "") + ".\n")
 
 
 def plot_target(args: argparse.Namespace, rows: list[dict[str, Any]]) -> Path | None:

@@ -779,7 +779,7 @@ class Engine:
         if when is not None:
             early |= {h.memory.memory_id for h in hits if not isinstance(h.memory, MemoryRecord)}
         if early:
-            records = yield from self._records_of(hits, early)
+            records = yield from self._records_of([h.memory for h in hits], early)
             texts.update((i, records[i].content if i in records else None) for i, text in texts.items() if text is None)
             hits = _with_records(hits, early, records)
         if not broad:
@@ -829,17 +829,17 @@ class Engine:
             batch, hits = hits[:count - len(out)], hits[count - len(out):]
             bare = {h.memory.memory_id for h in batch if not isinstance(h.memory, MemoryRecord)}
             if bare:
-                batch = _with_records(batch, bare, (yield from self._records_of(batch, bare)))
+                batch = _with_records(batch, bare, (yield from self._records_of([h.memory for h in batch], bare)))
             out += [RecallHit(h.memory, h.score, h.relevance, h.similarity, h.text_rank, h.live_score, h.explanation)
                     for h in batch if isinstance(h.memory, MemoryRecord)]
         return out
 
-    def _records_of(self, hits: builtins.list[_Ranked], ids: set[str]) -> Plan:
-        """The records of the hits `ids` name (by id; a memory gone since the search left out):
-        made from what the search read where it read whole rows (`Candidate.full`), else fetched."""
+    def _records_of(self, memories: Sequence[MemoryRecord | Candidate], ids: set[str]) -> Plan:
+        """The records of the memories `ids` name (by id; a memory gone since the search left out),
+        among records and a search's bare candidates: made from what the search read where it read
+        whole rows (`Candidate.full`), else fetched."""
         records: dict[str, MemoryRecord] = {}
-        for hit in hits:
-            found = hit.memory  # a bare candidate until fetched (see `rank`)
+        for found in memories:
             if isinstance(found, Candidate) and found.full is not None and found.memory_id in ids:
                 records[found.memory_id] = found.full()
         if unread := ids - records.keys():
@@ -1146,7 +1146,10 @@ class Engine:
         candidates = [c for c in (yield Search(request)) if c.similarity is not None]
         candidates.sort(key=lambda c: -(c.similarity or 0.0))
         candidates = candidates[:top_k]
-        records = {r.memory_id: r for r in (yield GetRecords(self.namespace, [c.id for c in candidates]))}
+        bare = {c.id for c in candidates if c.record is None}
+        records = {c.id: c.record for c in candidates if c.record is not None}
+        if bare:  # (a search that read whole rows makes the records from them: no second read)
+            records.update((yield from self._records_of(candidates, bare)))
         pairs = [(records[c.id], float(c.similarity or 0.0)) for c in candidates if c.id in records]
         withheld = {r.memory_id: reasons for r, _ in pairs if (reasons := self.guard.reasons(r, blocked))}
         return NearestResult([(r, s) for r, s in pairs if r.memory_id not in withheld], withheld_summary(withheld))

@@ -34,19 +34,19 @@ def nearest(mem: polymem.Memory, vector: np.ndarray) -> str:
     return mem.nearest(vector, user_id="u", top_k=1)[0][0].memory_id
 
 
-def test_nearest_makes_its_records_from_the_rows_its_search_read(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nearest_makes_its_records_from_the_rows_its_search_read(tmp_path: Path) -> None:
     mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
     vectors = unit_vectors(40, seed=4)
     mem.save_many([polymem.MemoryDraft(f"memory number {i}", metadata={"i": i}) for i in range(40)], user_id="u",
                   vectors=vectors)
-    fetched: list[Any] = []
-    get = _sqlite.SQLiteBackend.get
-    monkeypatch.setattr(_sqlite.SQLiteBackend, "get", lambda self, *args: fetched.append(args) or get(self, *args))
+    mem.nearest(vectors[0], user_id="u")  # the vector cache is loaded
+    statements: list[str] = []
+    connection = mem.backend._conn  # SQLite's own trace of the statements the store runs
+    connection.set_trace_callback(statements.append)
     found = mem.nearest(vectors[7], user_id="u", top_k=5)
-    assert fetched == []  # no second read of the rows the search had read
+    connection.set_trace_callback(None)
+    assert statements and not [s for s in statements if "m.memory_id IN" in s]  # no second read by id
     assert found[0][0].content == "memory number 7" and len(found) == 5
-    monkeypatch.undo()
     assert [record for record, _ in found] == [mem.get(record.memory_id) for record, _ in found]
     mem.close()
 

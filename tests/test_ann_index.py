@@ -413,6 +413,64 @@ def test_a_query_reads_the_same_number_of_cells_however_large_the_index() -> Non
     assert _ann.probes(20) == 20  # never more cells than the index has
 
 
+def test_cells_lie_as_close_to_their_rows_as_faisss_own_k_means_puts_them() -> None:
+    """Over five draws of the starting rows (one draw may land in a poorer local optimum than
+    another, for either)."""
+    vectors = clustered(ROWS, seed=24)
+
+    def closeness(centres: np.ndarray) -> float:
+        return float((vectors @ centres.T).max(axis=1).mean())
+
+    ours, theirs = [], []
+    for seed in range(5):
+        centres = _ann.spherical_kmeans(vectors, 64, seed=seed)
+        np.testing.assert_allclose(np.linalg.norm(centres, axis=1), 1.0, rtol=1e-5)
+        ours.append(closeness(centres))
+        kmeans = faiss.Kmeans(DIMENSION, 64, niter=10, spherical=True, seed=seed, min_points_per_centroid=16)
+        kmeans.train(vectors)
+        theirs.append(closeness(kmeans.centroids))
+    assert np.mean(ours) >= np.mean(theirs) - 0.005
+
+
+def test_k_means_with_more_cells_than_distinct_rows_gives_every_cell_a_centre() -> None:
+    """Cells left empty take half of the largest one: every centre is a unit vector, none is lost."""
+    rows = np.repeat(np.eye(DIMENSION, dtype=np.float32)[:3], 20, axis=0)
+    centres = _ann.spherical_kmeans(rows, 6)
+    assert centres.shape == (6, DIMENSION)
+    np.testing.assert_allclose(np.linalg.norm(centres, axis=1), 1.0, rtol=1e-5)
+    assert set(_ann._nearest_cells(centres, rows).tolist()) <= set(range(6))
+    assert len(set(_ann._nearest_cells(centres, np.eye(DIMENSION, dtype=np.float32)[:3]).tolist())) == 3
+
+
+def test_a_built_index_holds_the_codes_faiss_itself_gives_the_rows() -> None:
+    """The build codes the rows itself, a chunk at a time, and lays them out for fast scan: the
+    index answers as one faiss filled with its own `add` does, to the last bit of every product."""
+    vectors = clustered(ROWS, seed=21)
+    ids = np.arange(ROWS, dtype=np.int64) * 3 + 1
+    filling = _ann._Filling(vectors[:4_000], 64)
+    by_faiss = faiss.IndexIVFPQFastScan(filling.plain)  # the same trained cells and codes, still empty
+    by_faiss.add_with_ids(vectors, ids)
+    filling.add(vectors[:2_500], ids[:2_500])
+    filling.add(vectors[2_500:], ids[2_500:])
+    built, held, _ = filling.index()
+    assert isinstance(built, faiss.IndexIVFPQFastScan) and built.ntotal == ROWS
+    np.testing.assert_array_equal(held, ids)
+    queries = clustered(20, seed=22)
+    built.nprobe = by_faiss.nprobe = 64  # every cell: every row's product compared
+    found, expected = built.search(queries, ROWS), by_faiss.search(queries, ROWS)
+    for got, got_ids, want, want_ids in zip(*found, *expected):
+        assert dict(zip(got_ids.tolist(), got.tolist())) == dict(zip(want_ids.tolist(), want.tolist()))
+
+
+def test_a_built_index_gives_each_row_the_code_loss_of_its_cell() -> None:
+    vectors = clustered(ROWS, seed=23)
+    filling = _ann._Filling(vectors[:4_000], 64)
+    filling.add(vectors, np.arange(ROWS, dtype=np.int64))
+    built, _, losses = filling.index()
+    cells = built.quantizer.assign(vectors, 1).ravel()
+    np.testing.assert_array_equal(losses, _ann.code_losses(built, vectors, cells))
+
+
 def test_a_larger_scope_is_split_into_more_cells_of_at_least_32_sampled_rows() -> None:
     assert _ann.cell_count(100_000) == 632
     assert _ann.cell_count(1_000_000) == 2_000
@@ -455,21 +513,32 @@ def test_an_index_of_an_earlier_kind_is_replaced_by_one_of_fast_scan_codes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: str) -> None:
     db = tmp_path / "m.db"
 
-    def as_earlier_versions_built_it(vectors: np.ndarray, cells: int) -> faiss.Index:
-        quantizer = faiss.IndexFlatIP(vectors.shape[1])
-        quantizer.add(vectors[:cells])
-        if earlier == "scalar":
-            index = faiss.IndexIVFScalarQuantizer(quantizer, vectors.shape[1], cells, faiss.ScalarQuantizer.QT_8bit,
-                                                  faiss.METRIC_INNER_PRODUCT)
-        else:
-            index = faiss.IndexIVFRaBitQ(quantizer, vectors.shape[1], cells, faiss.METRIC_INNER_PRODUCT, True, 2)
-        index.train(vectors)
-        index.nprobe = _ann.probes(cells)
-        return index
+    class AsEarlierVersionsBuiltIt:
+        """An index of an earlier kind, filled by faiss, without outliers."""
+
+        def __init__(self, vectors: np.ndarray, cells: int) -> None:
+            quantizer = faiss.IndexFlatIP(vectors.shape[1])
+            quantizer.add(vectors[:cells])
+            if earlier == "scalar":
+                self.built = faiss.IndexIVFScalarQuantizer(quantizer, vectors.shape[1], cells,
+                                                           faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+            else:
+                self.built = faiss.IndexIVFRaBitQ(quantizer, vectors.shape[1], cells, faiss.METRIC_INNER_PRODUCT,
+                                                  True, 2)
+            self.built.train(vectors)
+            self.built.nprobe = _ann.probes(cells)
+            self.ids: list[np.ndarray] = []
+
+        def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+            self.built.add_with_ids(vectors, ids)
+            self.ids.append(ids)
+
+        def index(self) -> tuple[faiss.Index, np.ndarray, np.ndarray]:
+            ids = np.concatenate(self.ids)
+            return self.built, ids, np.zeros(len(ids), dtype=np.float32)
 
     with monkeypatch.context() as older:
-        older.setattr(_ann, "_new_index", as_earlier_versions_built_it)
-        older.setattr(_ann.ScopeIndex, "_outliers", lambda *_: (float("inf"), np.zeros(0, dtype=np.int64)))
+        older.setattr(_ann, "_Filling", AsEarlierVersionsBuiltIt)
         mem, _ = filled(db, clustered(ROWS, seed=14))
         indexed(mem)
         mem.close()

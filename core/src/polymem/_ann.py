@@ -249,13 +249,15 @@ def trained_cells(vectors: np.ndarray, cells: int) -> Any:
     return quantizer
 
 
-def spherical_kmeans(vectors: np.ndarray, cells: int, rounds: int = 10, seed: int = 1234) -> np.ndarray:
+def spherical_kmeans(vectors: np.ndarray, cells: int, rounds: int = 10, seed: int = 1234,
+                     start: np.ndarray | None = None) -> np.ndarray:
     """`cells` centres of unit rows `vectors`, as faiss's `Kmeans(spherical=True)` finds them:
-    rows drawn at random to start, then `rounds` times each centre made the normalised sum of the
-    rows nearest it, an empty cell taking half of the largest one. Its products go through
-    numpy's BLAS (`_nearest_cells`): 65k rows into 632 / 2,000 cells took 13.2 / 31.5 s with
-    faiss's, 4.0 / 9.2 s so, both as close to their rows (mean product 0.742 / 0.764)."""
-    centres = vectors[np.sort(np.random.default_rng(seed).choice(len(vectors), cells, replace=False))]
+    rows drawn at random to start (or the centres `start`), then `rounds` times each centre made
+    the normalised sum of the rows nearest it, an empty cell taking half of the largest one. Its
+    products go through numpy's BLAS (`_nearest_cells`): 65k rows into 632 / 2,000 cells took
+    13.2 / 31.5 s with faiss's, 4.0 / 9.2 s so, both as close to their rows (mean product 0.742 / 0.764)."""
+    centres = vectors[np.sort(np.random.default_rng(seed).choice(len(vectors), cells, replace=False))] \
+        if start is None else np.asarray(start, dtype=np.float32)
     # how a split cell's two halves are told apart (faiss's: every other component 1/1024 up, the rest down)
     nudge = np.where(np.arange(vectors.shape[1]) % 2 == 0, 1.0, -1.0).astype(np.float32) / 1024
     for _ in range(rounds):

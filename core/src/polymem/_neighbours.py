@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ._ann import spherical_kmeans
+
 EXACT_UP_TO = 4096  # rows; a blocked product over 4,096 rows costs ~10 ms of a core
 _BLOCK = 512
 _BLOCK_CELLS = 1 << 22  # similarities per block at most (~0.1 s of a core at 384 dims: a progress step)
@@ -97,12 +99,10 @@ class Neighbours:
         searched = n - len(skip)
         build = _Share(progress, searched // 4, _ROUNDS + len(chunks))
         # k-means on a sample, one round per call so that each round is a progress step
-        kmeans = faiss.Kmeans(dim, cells, niter=1, spherical=True, seed=1234, min_points_per_centroid=16)
         sample = self.vectors[np.sort(np.random.default_rng(0).choice(n, min(n, cells * _PER_CELL), replace=False))]
         centroids: np.ndarray | None = None
         for _ in range(_ROUNDS):
-            kmeans.train(sample, init_centroids=centroids)
-            centroids = kmeans.centroids
+            centroids = spherical_kmeans(sample, cells, rounds=1, start=centroids)
             build.tick()
         assert centroids is not None
         quantizer = faiss.IndexFlatIP(dim)

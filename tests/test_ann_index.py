@@ -442,6 +442,25 @@ def test_k_means_with_more_cells_than_distinct_rows_gives_every_cell_a_centre() 
     assert len(set(_ann._nearest_cells(centres, np.eye(DIMENSION, dtype=np.float32)[:3]).tolist())) == 3
 
 
+def test_an_index_is_built_on_one_faiss_thread_leaving_the_callers_threads_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """faiss's OpenMP threads spin on busy cores: the background build uses one, for itself only."""
+    seen: list[int] = []
+
+    class Watched(_ann._Filling):
+        def __init__(self, vectors: np.ndarray, cells: int) -> None:
+            seen.append(faiss.omp_get_max_threads())  # in the build's thread
+            super().__init__(vectors, cells)
+
+    monkeypatch.setattr(_ann, "_Filling", Watched)
+    before = faiss.omp_get_max_threads()
+    mem, _ = filled(tmp_path / "m.db", clustered(ROWS, seed=26))
+    indexed(mem)
+    assert seen == [1]
+    assert faiss.omp_get_max_threads() == before
+    mem.close()
+
+
 def test_a_built_index_holds_the_codes_faiss_itself_gives_the_rows() -> None:
     """The build codes the rows itself, a chunk at a time, and lays them out for fast scan: the
     index answers as one faiss filled with its own `add` does, to the last bit of every product."""

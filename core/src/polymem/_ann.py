@@ -420,6 +420,13 @@ class ScopeIndex:
         self.builder.start()
 
     def _build(self) -> None:
+        import faiss
+
+        # OpenMP's thread count is this thread's own: faiss's threads spin while they wait and
+        # collapse on busy cores, as they are while the process recalls meanwhile. With two busy
+        # processes on two cores, a 100k build took 20-37 s with two threads and 13.8-15.7 s with
+        # one (its PQ training alone 17-63 s against 4.8-5.9); idle, 8.7-9.4 s against 9.5-10.1.
+        faiss.omp_set_num_threads(1)
         lock, rows = self.owner.lock, self.rows
         started = time.perf_counter()
         try:

@@ -257,6 +257,53 @@ def test_a_scope_of_the_alongside_size_ranks_its_text_alongside(tmp_path: Path, 
     assert len(found) == 40
 
 
+def test_a_scope_its_index_answers_for_ranks_its_text_in_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             recorded_alongside: list[str]) -> None:
+    """A large scope's approximate index answers its vector search too soon to hide a ranking
+    behind: once it is built, the scope's text is ranked in turn."""
+    from polymem import _ann
+    from tests.test_ann_index import VectorTable, clustered, indexes
+
+    monkeypatch.setattr(_ann, "ANN_ROWS", 3_000)
+    monkeypatch.setattr("polymem._sqlite.ALONGSIDE_ROWS", 1)
+    vectors = clustered(6_000, seed=31)
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable()) as mem:
+        mem.save_many([polymem.MemoryDraft(f"memory {i} group{i % 60}") for i in range(6_000)], user_id="u",
+                      vectors=vectors)
+        scanned = mem.recall("group7", user_id="u", query_vector=vectors[7])  # starts the index's build
+        assert recorded_alongside
+        indexes(mem).wait(120)
+        recorded_alongside.clear()
+        indexed = mem.recall("group7", user_id="u", query_vector=vectors[7])
+        assert not recorded_alongside
+    assert scanned[0].memory.content == indexed[0].memory.content == "memory 7 group7"
+
+
+def test_a_search_over_every_user_still_ranks_its_text_alongside_once_indexed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_alongside: list[str]) -> None:
+    """Over every user, the index's proposals are gathered from each user's memories: long enough
+    to hide the ranking behind."""
+    from polymem import _ann
+    from tests.test_ann_index import VectorTable, clustered, indexes
+
+    monkeypatch.setattr(_ann, "ANN_ROWS", 3_000)
+    monkeypatch.setattr("polymem._sqlite.ALONGSIDE_ROWS", 1)
+    vectors = clustered(6_000, seed=32)
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable()) as mem:
+        for user, part in (("u", slice(0, 3_000)), ("v", slice(3_000, 6_000))):
+            mem.save_many([polymem.MemoryDraft(f"memory {i} group{i % 60}") for i in range(6_000)[part]],
+                          user_id=user, vectors=vectors[part])
+        mem.recall("group7", user_id=None, query_vector=vectors[7])  # starts the indexes' builds
+        indexes(mem).wait(120)
+        assert isinstance(mem.backend, SQLiteBackend)
+        (cache,) = mem.backend._caches.values()
+        assert cache.spans and all(span.ann is not None and span.ann.ready for span in cache.spans.values())
+        recorded_alongside.clear()
+        found = mem.recall("group7", user_id=None, query_vector=vectors[7])
+        assert recorded_alongside
+    assert found[0].memory.content == "memory 7 group7"
+
+
 def test_text_matches_ranked_alongside_the_vector_scan_are_those_ranked_in_turn(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ranked_alongside: list[str]) -> None:
     rng = random.Random(11)

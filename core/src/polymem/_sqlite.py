@@ -932,13 +932,27 @@ class _VectorCache:
             return [block] if block else []
         return [b for (ns, _), b in self.blocks.items() if ns == namespace]
 
+    def indexed(self, namespace: str, user_id: str | None, all_users: bool) -> bool:
+        """Whether a vector search of the scope (with no filter) is answered by the scope's own built
+        approximate index: one faiss search and one gather from one block (~0.25 ms at 100k). Not a
+        search over every user, whose proposals are gathered from each user's block one by one
+        (`_ann.Span.best`; `nearest` ~1.2 ms with its records at 1M over 100 users)."""
+        if all_users:
+            return False
+        block = self.blocks.get((namespace, user_id))
+        return block is not None and block.ann is not None and block.ann.ready
+
 
 # Scopes of fewer memories rank their full-text matches in turn rather than on another core
 # (`_ranked_alongside`): their vector scan is too short to hide the ranking behind, and handing
 # it to another thread costs more than it saves. Measured with bench_core's synthetic scope, the
 # two alternated every 100 recalls in one process (p50, in turn against alongside): 100 memories
 # 0.72 / 0.80 ms, 3k 2.16 / 2.74, 5k 2.62-2.68 / 3.04-3.07, 8k 3.43 / 3.39, 10k 2.56-3.80 / 2.48-3.64,
-# 20k 3.04-3.69 / 2.85-3.45.
+# 20k 3.04-3.69 / 2.85-3.45. So do scopes their own approximate index answers for
+# (`_VectorCache.indexed`), by the query's matches at 100k: 160 2.88 / 2.85, 320 2.80 / 2.85,
+# 640 3.75 / 3.93, 1,280 5.72 / 5.95, 2,560 8.39 / 9.99. How many matches a query has decides
+# nothing: a few gain as much as they lose (20k scanned, 32 matches: 1.83 / 1.88; 1M over 100
+# users, 1 match: 1.91-1.99 / 1.85-1.90).
 ALONGSIDE_ROWS = 8_192
 # FTS5's best matches by BM25 over the memories' bodies (the scope column weighs nothing)
 _BEST_MATCHES = ("SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
@@ -964,6 +978,7 @@ class _FullTextQuery(NamedTuple):
     scope_rows: int
     whole_table: bool
     held_match: str | None
+    indexed: bool = False  # the held match's vector search is answered by the scope's own index
 
 
 class SQLiteBackend(Backend):
@@ -1744,23 +1759,25 @@ class SQLiteBackend(Backend):
         scope = scope_token(request.namespace, request.user_id) if request.user_id is not None \
             else namespace_token(request.namespace)
         scope_rows, whole_table = self._scope_row_count(conn, scope, table_rows, seq)
-        held_match = None
+        held_match, indexed = None, False
         if whole_table and cache is not None and request.agent_id is None and request.category is None \
                 and not request.filter and cache.holds(request.namespace, request.user_id, request.user_id is None):
             held_match = _whole_table_match(selective)
-        return _FullTextQuery(tuple(selective), docs, table_rows, scope, scope_rows, whole_table, held_match)
+            indexed = cache.indexed(request.namespace, request.user_id, request.user_id is None)
+        return _FullTextQuery(tuple(selective), docs, table_rows, scope, scope_rows, whole_table, held_match, indexed)
 
     @contextmanager
     def _ranked_alongside(self, text: _FullTextQuery | None,
                           limit: int) -> Iterator[Future[sqlite3.Cursor] | None]:
         """FTS5's best matches for `text`'s held match (`_best_matches_held`), ranked on another
         core by a second connection while this thread scans the vectors (None: ranked in turn, as
-        in a scope of fewer than `ALONGSIDE_ROWS` memories).
+        in a scope of fewer than `ALONGSIDE_ROWS` memories, or one its own index answers for).
 
         The statement's first step ranks every match; its cursor comes back to read the rest. Not
         inside a write transaction, whose rows only this connection sees, nor in memory."""
         window = None
         if text is not None and text.held_match is not None and text.scope_rows >= ALONGSIDE_ROWS \
+                and not text.indexed \
                 and self.path is not None and not self._in_write:
             if self._side is None:
                 target, uri, busy_timeout_ms = self._target

@@ -230,7 +230,8 @@ def collect(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
     out, err = process.communicate(timeout=600)
     if process.returncode != 0:
         raise SystemExit(err[-3000:])
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    answers: list[dict[str, Any]] = json.loads(out.strip().splitlines()[-1])
+    return answers
 
 
 def say(text: str = "") -> None:

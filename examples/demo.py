@@ -62,8 +62,9 @@ def main() -> None:
     say("   (90 simulated days pass between the two; events have a 30-day half-life)")
     show(mem.recall("concert", user_id="xiaoming", top_k=2))
     mem.flush()
-    say(f"   Recall reinforces what it returns: the jazz memory was accessed "
-        f"{mem.get(old.memory_id).access_count} time(s).")  # type: ignore[union-attr]
+    jazz = mem.get(old.memory_id)
+    assert jazz is not None  # saved above and never deleted
+    say(f"   Recall reinforces what it returns: the jazz memory was accessed {jazz.access_count} time(s).")
 
     say("\n4. Later, a duplicate and a change of mind arrive:")
     clock.advance(days=1)

@@ -5,6 +5,8 @@ memories polymem put in its prompt. Run: `python examples/one_memory.py [memory.
 import asyncio
 import sys
 import textwrap
+from collections.abc import Sequence
+from typing import Any
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_ext.models.replay import ReplayChatCompletionClient
@@ -16,7 +18,8 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from semantic_kernel.agents import ChatCompletionAgent
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
-from semantic_kernel.contents import ChatMessageContent
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+from semantic_kernel.contents import ChatHistory, ChatMessageContent
 
 import polymem
 import polymem_autogen
@@ -38,12 +41,13 @@ saw: dict[str, list[str]] = {}  # framework -> the memory messages its stand-in 
 
 
 class SeeingService(ChatCompletionClientBase):  # a Semantic Kernel model that notes its system messages
-    async def _inner_get_chat_message_contents(self, chat_history, settings):  # type: ignore[no-untyped-def]
+    async def _inner_get_chat_message_contents(self, chat_history: ChatHistory,
+                                               settings: PromptExecutionSettings) -> list[ChatMessageContent]:
         saw["Semantic Kernel"] = [str(m.content) for m in chat_history.messages if "memories" in str(m.content)]
         return [ChatMessageContent(role="assistant", content="(Semantic Kernel's answer)")]
 
 
-def seeing_llm(messages, **_):  # type: ignore[no-untyped-def]  # the same, for LlamaIndex
+def seeing_llm(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:  # the same, for LlamaIndex
     saw["LlamaIndex"] = [str(m.content) for m in messages if "memories" in str(m.content)]
     return ChatMessage(role="assistant", content="(LlamaIndex's answer)")
 

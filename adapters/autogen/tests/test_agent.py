@@ -62,22 +62,16 @@ async def test_agent_with_nothing_relevant_emits_no_memory_event(semantic: Any, 
 
 
 async def test_agent_conversation_persists_in_polymem_across_agent_instances(db_url: str, replay: Any) -> None:
-    first = AssistantAgent(
-        "planner",
-        model_client=replay("Noted: Oslo on May 3."),
-        model_context=PolymemChatCompletionContext(db_url, session_id="trip", user_id="alice"),
-    )
+    first_context = PolymemChatCompletionContext(db_url, session_id="trip", user_id="alice")
+    first = AssistantAgent("planner", model_client=replay("Noted: Oslo on May 3."), model_context=first_context)
     await first.run(task="I fly to Oslo on May 3.")
-    await first.model_context.close()  # type: ignore[attr-defined]
+    await first_context.close()
 
     client = replay("You fly on May 3.")
-    second = AssistantAgent(
-        "planner",
-        model_client=client,
-        model_context=PolymemChatCompletionContext(db_url, session_id="trip", user_id="alice"),
-    )
+    second_context = PolymemChatCompletionContext(db_url, session_id="trip", user_id="alice")
+    second = AssistantAgent("planner", model_client=client, model_context=second_context)
     await second.run(task="When do I fly?")
-    await second.model_context.close()  # type: ignore[attr-defined]
+    await second_context.close()
     seen = [m.content for m in client.create_calls[0]["messages"] if not isinstance(m, SystemMessage)]
     assert seen == ["I fly to Oslo on May 3.", "Noted: Oslo on May 3.", "When do I fly?"]
 
@@ -192,9 +186,14 @@ async def test_agent_with_polymem_memory_and_context_saves_and_loads_its_compone
     assert recalled == ["Alice booked the Thon Opera hotel"]
     stored = lexical.session("trip", user_id="alice").messages()
     assert [m.content for m in stored if m.role != "system"] == ["Which hotel did Alice book?", "The Thon Opera."]
-    for component in (agent, loaded):
-        await component.model_context.close()  # type: ignore[attr-defined]
-    await loaded._memory[0].close()  # type: ignore[index]
+    # the loaded agent's context and memory are polymem's again, each with a store of its own to close
+    loaded_memory = loaded._memory
+    assert isinstance(loaded.model_context, PolymemChatCompletionContext)
+    assert loaded_memory is not None and isinstance(loaded_memory[0], PolymemMemory)
+    for context in (agent.model_context, loaded.model_context):
+        assert isinstance(context, PolymemChatCompletionContext)
+        await context.close()
+    await loaded_memory[0].close()
 
 
 READER = """

@@ -115,6 +115,20 @@ def test_a_cache_behind_another_process_bonuses_reads_them_and_its_own_written_a
         assert stored_live(mem, record.memory_id)[0] == 3
 
 
+def test_this_process_bonuses_reach_its_cache_when_written_not_at_the_next_recall(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
+        record = mem.save("The user keeps bees on the roof", user_id="u")
+        mem.recall("bees", user_id="u")
+        mem.flush()
+        assert cached_live(mem, record.memory_id) == stored_live(mem, record.memory_id)
+        assert stored_live(mem, record.memory_id)[0] == 1
+        on_store_connection: list[str] = []
+        mem.backend._conn.set_trace_callback(on_store_connection.append)
+        mem.recall("bees", user_id="u")
+        mem.backend._conn.set_trace_callback(None)
+        assert on_store_connection and not [s for s in on_store_connection if "accessed_seq >" in s]
+
+
 # -- the background writer both backends share (`Bookkeeping`) ---------------------------------
 def test_bonuses_queued_in_quick_succession_are_written_in_one_batch() -> None:
     from polymem._backend import Bookkeeping

@@ -45,6 +45,7 @@ from ._backend import (
     PageCursor,
     SearchRequest,
     bm25_idf,
+    log,
     selective_terms,
     versions_then,
 )
@@ -1979,6 +1980,18 @@ class SQLiteBackend(Backend):
         with self._lock:
             if not self._closed:
                 self._count_commit(self._conn)
+                self._catch_up_after_bonuses()
+
+    def _catch_up_after_bonuses(self) -> None:
+        """Bring this process's vector caches current with the bonuses just committed, on the
+        store's connection: the next recall would otherwise do it, and pay for the first read
+        after another connection's commit (the bench's turn at 100k: the recall after a bonus
+        commit took 3.6 ms p50 against 2.1 for the others, about one recall in eight)."""
+        try:
+            for model_id in builtins.list(self._caches):
+                self._cache(self._conn, model_id)
+        except sqlite3.Error:  # the next recall catches up as it always could
+            log.debug("polymem: caches not brought current after recall bonuses", exc_info=True)
 
     def _write_bonuses_held(self, batch: _BonusBatch) -> None:
         """`_write_bonuses` on the store's connection. Only when no other connection is writing:

@@ -74,7 +74,7 @@ def test_a_recall_does_not_wait_for_bonuses_that_wait_for_another_writer(tmp_pat
         assert stored is not None and stored.access_count == 2  # neither bonus lost
 
 
-def test_a_file_store_writes_bonuses_on_a_connection_its_recalls_do_not_read_on(tmp_path: Path) -> None:
+def test_a_few_recalls_bonuses_are_written_on_the_connection_recalls_read_on(tmp_path: Path) -> None:
     with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=HashEmbedder(), clock=FakeClock()) as mem:
         record = mem.save("The user keeps bees on the roof", user_id="u")
         on_store_connection: list[str] = []
@@ -84,7 +84,20 @@ def test_a_file_store_writes_bonuses_on_a_connection_its_recalls_do_not_read_on(
         mem.backend._conn.set_trace_callback(None)
         stored = mem.get(record.memory_id)
         assert stored is not None and stored.access_count == 1
-        assert on_store_connection and not [s for s in on_store_connection if s.startswith("UPDATE memories")]
+        assert [s for s in on_store_connection if s.startswith("UPDATE memories")]
+
+
+def test_a_large_batch_of_bonuses_is_written_on_a_connection_recalls_do_not_read_on(tmp_path: Path) -> None:
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=None, clock=FakeClock()) as mem:
+        records = mem.save_many([polymem.MemoryDraft(f"memory {i}") for i in range(_sqlite.BONUS_ROWS_HELD + 1)],
+                                user_id="u")
+        on_store_connection: list[str] = []
+        mem.backend._conn.set_trace_callback(on_store_connection.append)
+        mem.backend.reinforce("default", [(r.memory_id, 0.05) for r in records], mem.engine.clock())
+        mem.flush()
+        mem.backend._conn.set_trace_callback(None)
+        assert [stored.access_count for stored in mem.list(user_id="u", limit=1000)] == [1] * len(records)
+        assert not [s for s in on_store_connection if s.startswith("UPDATE memories")]
 
 
 def test_a_store_in_memory_writes_its_bonuses_too() -> None:

@@ -259,6 +259,30 @@ def test_a_scope_larger_than_one_read_finds_what_a_small_one_finds(tmp_path: Pat
     reader.close()
 
 
+def test_a_namespace_read_after_one_of_its_users_holds_each_row_once(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(40, seed=11)
+    ids = [mem.save(f"memory number {i}", user_id="ab"[i % 2], vector=v).memory_id for i, v in enumerate(vectors)]
+    assert mem.nearest(vectors[0], user_id="a", top_k=1)[0][0].memory_id == ids[0]  # reads user a's rows
+    for memory_id, vector in zip(ids, vectors):  # reads the namespace, user a's rows among them again
+        assert mem.nearest(vector, user_id=None, top_k=1)[0][0].memory_id == memory_id
+    cache = next(iter(mem.backend._caches.values()))
+    assert sorted(block.size for block in cache.blocks.values()) == [20, 20]
+    assert cache.directory.count == 40
+    mem.close()
+
+
+def test_a_row_counted_without_a_vector_and_read_with_one_is_no_longer_foreign() -> None:
+    """A scope's first read takes in a row another process gave a vector of this model after the
+    cache counted it among those without one."""
+    cache = _sqlite._VectorCache(VectorTable.model_id, 0, {7: "default"}, 0)
+    vector = unit_vectors(1, seed=7)[0].tobytes()
+    cache.load([[(7, "default", "u", None, "fact", "active", None, VectorTable.model_id, vector, 0.5, 1_000_000,
+                  None, 0)]], "default", "u", False)
+    assert cache.foreign == {} and cache.foreign_counts["default"] == 0
+    assert cache.blocks[("default", "u")].size == 1
+
+
 class SmallReach(_RowDirectory):
     REACH = 64  # arrays cover rowids below 64, or 16 times the rows held
 
@@ -295,8 +319,8 @@ def test_rows_first_kept_aside_move_into_the_arrays_once_they_reach_them() -> No
 
 def cached_row(rowid: int, category: str, importance: float, accessed: int | None) -> tuple[Any, ...]:
     """A row as `_ScopeBlock.put` takes it (`_CACHE_COLUMNS` order, vector as bytes)."""
-    return (rowid, unit_vectors(1, seed=rowid % 1000)[0].tobytes(), None, category, None, importance,
-            1_000_000 * rowid, accessed, rowid % 5)
+    return (rowid, "default", "u", None, category, "active", None, None, unit_vectors(1, seed=rowid % 1000)[0].tobytes(),
+            importance, 1_000_000 * rowid, accessed, rowid % 5)
 
 
 def test_live_rows_are_read_alike_inside_the_arrays_beyond_them_and_after_moving_in() -> None:

@@ -425,9 +425,10 @@ _NOT_ACCESSED = np.iinfo(np.int64).min
 # microsecond times are exact below 2**53, and `_NOT_ACCESSED` is a power of two).
 _IMPORTANCE, _CREATED, _ACCESSED, _COUNT = range(4)
 _TOUCHED = np.array([_IMPORTANCE, _ACCESSED, _COUNT])  # the columns a recall's bonus changes (`_VectorCache.touch`)
-# A row of `_CACHE_COLUMNS` as a block keeps it: (rowid, vector, agent_id, category, expire_at,
-# importance, created_at, last_accessed_at, access_count)
-_CachedRow = tuple[int, bytes, "str | None", str, "int | None", float, int, "int | None", int]
+# A row of `_CACHE_COLUMNS`: (rowid, namespace, user_id, agent_id, category, status, expire_at,
+# embedding_model, vector, importance, created_at, last_accessed_at, access_count)
+_CachedRow = tuple[int, str, "str | None", "str | None", str, str, "int | None", "str | None", bytes, float, int,
+                   "int | None", int]
 
 
 # A filter keeping under 1/GATHER_BELOW of a scope's rows copies them out for an exact product;
@@ -567,12 +568,15 @@ class _RowDirectory:
         inside = held & (rowids < len(self.live_of))
         self.live_of[rowids[inside, None], _TOUCHED] = changed[inside]
 
-    def mirror(self, rowids: np.ndarray, live: np.ndarray, categories: builtins.list[str | None] | None) -> None:
+    def mirror(self, rowids: np.ndarray, live: np.ndarray, categories: Sequence[str | None] | None) -> None:
         """Keep the `live` rows (and `categories`, None: unchanged) a block wrote for `rowids`."""
         inside = (rowids >= 0) & (rowids < len(self.live_of))
         self.live_of[rowids[inside]] = live[inside]
         if categories is not None:
-            codes = np.array([self._category_code(c) for c in categories], dtype=np.int32)
+            for category in set(categories).difference(self._category_codes):
+                self._category_code(category)
+            codes = np.fromiter(map(self._category_codes.__getitem__, categories), dtype=np.int32,
+                                count=len(categories))
             self.category_of[rowids[inside]] = codes[inside]
 
     def _category_code(self, category: str | None) -> int:
@@ -675,10 +679,9 @@ class _ScopeBlock:
             setattr(self, name, grown)
 
     def put(self, rows: Sequence[_CachedRow]) -> None:
-        """Add or replace rows `(rowid, float32 vector bytes, agent_id, category, expire_at, importance,
-        created_at, last_accessed_at, access_count)`, all at once: a process's first search loads
-        every vector of the store through here (at 10k rows, one row at a time cost 0.15 s of a
-        CLI recall's second)."""
+        """Add or replace rows (`_CachedRow`, all of this block's scope), all at once: a process's
+        first search loads every vector of the store through here (at 10k rows, one row at a time
+        cost 0.15 s of a CLI recall's second)."""
         ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
         numbers, found = self.directory.locate(ids)
         slots = found.astype(np.int64)
@@ -686,22 +689,34 @@ class _ScopeBlock:
         slots[new] = np.arange(self.size, self.size + len(new))
         size = self.size + len(new)
         self.directory.put(ids[new], self.number, slots[new])
-        vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
+        vectors = np.frombuffer(b"".join([row[8] for row in rows]), dtype=np.float32).reshape(len(rows), -1)
         if size > len(self.rowids):
             self._grow(vectors.shape[1], size)
         if self.ann is not None:  # a row written again comes here after `drop` (`_VectorCache.apply`)
-            self.ann.changed([row[0] for row in rows])
+            self.ann.changed(ids.tolist())
         self.size = size
-        self.rowids[slots] = [row[0] for row in rows]
+        self.rowids[slots] = ids
         self.matrix[slots] = vectors
         self.stale[slots] = self.any_stale = True
-        self.agents[slots] = [self._code_for(row[2]) for row in rows]
-        self.categories[slots] = [self._code_for(row[3]) for row in rows]
-        expire = [_NEVER if row[4] is None else row[4] for row in rows]
+        categories = [row[4] for row in rows]
+        self.agents[slots] = self._codes_of([row[3] for row in rows])
+        self.categories[slots] = self._codes_of(categories)
+        expire = np.fromiter((_NEVER if row[6] is None else row[6] for row in rows), dtype=np.int64, count=len(rows))
         self.expire[slots] = expire
-        self.soonest = min(self.soonest, min(expire, default=_NEVER))
-        self.live[slots] = [(row[5], row[6], _NOT_ACCESSED if row[7] is None else row[7], row[8]) for row in rows]
-        self.directory.mirror(ids, self.live[slots], [row[3] for row in rows])
+        self.soonest = min(self.soonest, int(expire.min(initial=_NEVER)))
+        live = self.live
+        live[slots, _IMPORTANCE] = np.fromiter((row[9] for row in rows), dtype=np.float64, count=len(rows))
+        live[slots, _CREATED] = np.fromiter((row[10] for row in rows), dtype=np.float64, count=len(rows))
+        live[slots, _ACCESSED] = np.fromiter((_NOT_ACCESSED if row[11] is None else row[11] for row in rows),
+                                             dtype=np.float64, count=len(rows))
+        live[slots, _COUNT] = np.fromiter((row[12] for row in rows), dtype=np.float64, count=len(rows))
+        self.directory.mirror(ids, live[slots], categories)
+
+    def _codes_of(self, labels: Sequence[str | None]) -> builtins.list[int]:
+        """`_code_for` of each of `labels` (a few distinct ones, each coded once)."""
+        for label in set(labels).difference(self._codes):
+            self._code_for(label)
+        return builtins.list(map(self._codes.__getitem__, labels))
 
     def live_inputs(self, slots: np.ndarray, now_us: int) -> LiveInputs:
         """What the live scores of the rows in `slots` are made of (`LiveInputs`)."""
@@ -860,21 +875,32 @@ class _VectorCache:
         """Whether this scope's vectors have been read (and are kept current)."""
         return namespace in self.namespaces or (not all_users and (namespace, user_id) in self.users)
 
-    def load(self, chunks: Iterable[Sequence[Sequence[Any]]], namespace: str, user_id: str | None,
+    def load(self, chunks: Iterable[Sequence[_CachedRow]], namespace: str, user_id: str | None,
              all_users: bool) -> None:
-        """Take in a scope read for the first time, a chunk of rows at a time (`LOAD_ROWS`)."""
+        """Take in a scope read for the first time, a chunk of rows at a time (`LOAD_ROWS`): its
+        active rows with a vector of this model. The rows no block holds are put in at once; one a
+        block holds (a user's, read before the whole namespace, or a rowid written again since the
+        cache's count) goes through `apply`, which takes out what the block held first."""
         if all_users:
             self.namespaces.add(namespace)
         else:
             self.users.add((namespace, user_id))
         for rows in chunks:
-            self.apply(rows, ())
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            held = (self.directory.locate(ids)[0] >= 0).tolist()
+            if any(held):
+                self.apply([row for row, was_held in zip(rows, held) if was_held], ())
+                rows = [row for row, was_held in zip(rows, held) if not was_held]
+            for row in rows if self.foreign else ():  # given a vector of this model since the cache's count
+                self._forget(row[0])
+            self._take_in(rows)
 
-    def apply(self, rows: Sequence[Sequence[Any]], deleted: Sequence[int]) -> None:
+    def apply(self, rows: Sequence[_CachedRow], deleted: Sequence[int]) -> None:
         for rowid in deleted:
             self._forget(rowid)
-        kept: dict[tuple[str, str | None], builtins.list[_CachedRow]] = {}
-        for rowid, namespace, user_id, agent_id, category, status, expire_at, model, blob, *live in rows:
+        kept: builtins.list[_CachedRow] = []
+        for row in rows:
+            rowid, namespace, user_id, _, _, status, _, model, blob = row[:9]
             self._forget(rowid)
             if status != "active":
                 continue
@@ -882,10 +908,16 @@ class _VectorCache:
                 self.foreign[rowid] = namespace  # (`_forget` above took out what it was before)
                 self.foreign_counts[namespace] += 1
                 continue
-            if not self.holds(namespace, user_id, False):  # read whole when a search first needs it
-                continue
-            kept.setdefault((namespace, user_id), []).append((rowid, blob, agent_id, category, expire_at, *live))
-        for key, scope_rows in kept.items():
+            if self.holds(namespace, user_id, False):  # (else read whole when a search first needs it)
+                kept.append(row)
+        self._take_in(kept)
+
+    def _take_in(self, rows: Sequence[_CachedRow]) -> None:
+        """Put rows (none of them held, all active with a vector of this model) in their scopes' blocks."""
+        by_scope: dict[tuple[str, str | None], builtins.list[_CachedRow]] = {}
+        for row in rows:
+            by_scope.setdefault((row[1], row[2]), []).append(row)
+        for key, scope_rows in by_scope.items():
             block = self.blocks.get(key)
             if block is None:
                 block = self.blocks[key] = self.directory.new_block(key)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import polymem
+from polymem import _sqlite
 from polymem._filters import dumps
 from polymem.testing import FakeClock, HashEmbedder, RecordingEmbedder, local_embedder
 
@@ -164,3 +165,25 @@ def test_memories_without_a_vector_of_the_model_are_counted_for_their_namespace_
         lexical_view.delete(kept[1].memory_id)
         lexical_view.close()
         assert _foreign_counts(mem, "lexical", "team") == [2, 0]
+
+
+def test_memories_without_a_vector_of_the_model_are_found_through_indexes_not_by_reading_every_row(
+        tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    url = f"sqlite:///{path}"
+    with polymem.open(url, embedder=None) as lexical:
+        lexical.save("a note kept without a vector", user_id="u")
+    for dimension in (64, 48, 80):  # models named before, after and as the one asked for
+        with polymem.open(url, embedder=HashEmbedder(dimension), namespace=f"by-{dimension}") as mem:
+            mem.save_many([polymem.MemoryDraft(f"tea note {i}") for i in range(3)], user_id="u")
+    with polymem.open(url, embedder=HashEmbedder(64), namespace="by-64") as mem:
+        held = mem.save("one more tea note", user_id="u")
+        mem.delete(held.memory_id)  # no longer active: counted nowhere
+        with sqlite3.connect(path) as conn:
+            expected = dict(conn.execute("SELECT namespace, COUNT(*) FROM memories WHERE status = 'active' AND "
+                                         "(vector IS NULL OR embedding_model IS NOT ?) GROUP BY namespace",
+                                         (mem.embedder.model_id,)).fetchall())
+            plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + _sqlite._FOREIGN_ROWS, ("m", "m"))]
+        assert expected == {"default": 1, "by-48": 3, "by-80": 3}
+        assert _foreign_counts(mem, "default", "by-48", "by-80", "by-64") == [1, 3, 3, 0]
+    assert all("USING INDEX" in step for step in plan if step.startswith(("SCAN", "SEARCH")))

@@ -187,3 +187,17 @@ def test_memories_without_a_vector_of_the_model_are_found_through_indexes_not_by
         assert expected == {"default": 1, "by-48": 3, "by-80": 3}
         assert _foreign_counts(mem, "default", "by-48", "by-80", "by-64") == [1, 3, 3, 0]
     assert all("USING INDEX" in step for step in plan if step.startswith(("SCAN", "SEARCH")))
+
+
+def test_a_scopes_first_read_goes_through_the_index_of_its_namespace_and_user(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with polymem.open(f"sqlite:///{path}", embedder=HashEmbedder()) as mem:
+        mem.save("a note about tea", user_id="u")
+        assert mem.recall("tea", user_id="u") and mem.recall("tea", user_id=None)  # both kinds of scope read
+        model_id = mem.embedder.model_id
+    with sqlite3.connect(path) as conn:
+        for where, params in (("namespace = ?", ("default",)), ("namespace = ? AND user_id IS ?", ("default", "u"))):
+            plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + _sqlite._SCOPE_ROWS.format(where=where),
+                                                    (*params, model_id))]
+            assert plan and all(step.startswith("SEARCH memories USING INDEX memories_scope_created (namespace=?")
+                                for step in plan)

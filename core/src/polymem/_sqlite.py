@@ -838,6 +838,10 @@ _FOREIGN_ROWS = (
     "UNION SELECT rowid, namespace FROM memories INDEXED BY memories_model WHERE status = 'active' AND embedding_model > ?")
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
+# The rows of a scope (`where`: its namespace, and user) a search reads for the first time, through
+# the scope's index: the planner would take migration 14's index of every namespace's rows by model.
+_SCOPE_ROWS = (f"SELECT {_CACHE_COLUMNS} FROM memories INDEXED BY memories_scope_created WHERE {{where}} "
+               "AND status = 'active' AND embedding_model IS ? AND vector IS NOT NULL")
 # What a recall candidate carries (a `Candidate`'s fields), after its rowid: what it is scored by,
 # the content the calibration of text matches reads, and whose rules screened that content.
 _SCORED_COLUMNS = ("m.memory_id, m.importance, m.category, m.created_at, m.last_accessed_at, m.access_count, "
@@ -1599,8 +1603,7 @@ class SQLiteBackend(Backend):
             namespace, user_id, all_users = scope
             where, params = ("namespace = ?", [namespace]) if all_users else \
                 ("namespace = ? AND user_id IS ?", [namespace, user_id])
-            cursor = conn.execute(f"SELECT {_CACHE_COLUMNS} FROM memories WHERE {where} AND status = 'active' "
-                                  "AND embedding_model IS ? AND vector IS NOT NULL", (*params, model_id))
+            cursor = conn.execute(_SCOPE_ROWS.format(where=where), (*params, model_id))
             cache.load(iter(lambda: cursor.fetchmany(LOAD_ROWS), []), namespace, user_id, all_users)
             grown = True
         if grown:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import textwrap
+import weakref
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -613,3 +615,16 @@ def test_an_index_over_every_user_is_trained_again_once_the_namespace_is_four_ti
     assert scope.index is not first
     assert scope.trained_rows == 4 * ROWS + users
     mem.close()
+
+
+def test_a_closed_store_lets_go_of_its_indexes_at_once(tmp_path: Path) -> None:
+    """A scope's index and its rows refer to one another: closing the store frees them without
+    waiting for Python's cyclic collection."""
+    mem, _ = filled(tmp_path / "m.db", clustered(ROWS, seed=21))
+    scope = weakref.ref(indexed(mem))
+    gc.disable()
+    try:
+        mem.close()
+        assert scope() is None
+    finally:
+        gc.enable()

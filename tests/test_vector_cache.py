@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +283,23 @@ def test_a_row_counted_without_a_vector_and_read_with_one_is_no_longer_foreign()
                   None, 0)]], "default", "u", False)
     assert cache.foreign == {} and cache.foreign_counts["default"] == 0
     assert cache.blocks[("default", "u")].size == 1
+
+
+def test_a_closed_store_lets_go_of_its_vectors_at_once(tmp_path: Path) -> None:
+    """Blocks, their directory and their indexes refer to one another: closing the store frees
+    them without waiting for Python's cyclic collection."""
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(50, seed=13)
+    mem.save_many([polymem.MemoryDraft(f"memory number {i}") for i in range(50)], user_id="u", vectors=vectors)
+    assert nearest(mem, vectors[7]) and mem.nearest(vectors[7], user_id=None, top_k=1)  # both scopes read
+    matrices = [weakref.ref(block.matrix) for cache in mem.backend._caches.values() for block in cache.blocks.values()]
+    assert matrices
+    gc.disable()
+    try:
+        mem.close()
+        assert all(matrix() is None for matrix in matrices)
+    finally:
+        gc.enable()
 
 
 class SmallReach(_RowDirectory):

@@ -699,3 +699,4 @@ class Indexes:
                 scope._catch_up()
                 seq = scope.cache.seq
             scope.save(seq)
+        self.scopes.clear()  # (each refers back to this object: freed now, not at a cyclic collection)

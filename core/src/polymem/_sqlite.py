@@ -970,6 +970,18 @@ class _VectorCache:
         live, categories = self.directory.live_rows(np.asarray(rowids, dtype=np.int64), numbers, slots)
         return _live_inputs(live, categories, now_us)
 
+    def release(self) -> None:
+        """Let go of every row and index held (the store closed), at once: blocks, their directory
+        and their indexes refer to one another, and would wait for Python's cyclic collection (a
+        store opened and closed four times in one process held ~900 MB at 100k rows)."""
+        for span in self.spans.values():
+            span.ann = None
+        for block in self.blocks.values():
+            block.ann = None
+        self.directory.blocks.clear()
+        self.blocks.clear()
+        self.spans.clear()
+
     def _forget(self, rowid: int) -> None:
         if (namespace := self.foreign.pop(rowid, None)) is not None:
             self.foreign_counts[namespace] -= 1
@@ -2395,6 +2407,9 @@ class SQLiteBackend(Backend):
             self._checkpointer.join(timeout=10)
         with self._lock:
             self._closed = True
+            for cache in self._caches.values():
+                cache.release()
+            self._caches.clear()
             if self.path is not None:
                 try:
                     self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")

@@ -189,6 +189,49 @@ def test_memories_without_a_vector_of_the_model_are_found_through_indexes_not_by
     assert all("USING INDEX" in step for step in plan if step.startswith(("SCAN", "SEARCH")))
 
 
+def test_recalls_beside_memories_of_another_model_find_the_active_ones_without_a_vector_through_indexes(
+        tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    url = f"sqlite:///{path}"
+    with polymem.open(url, embedder=None) as lexical:
+        unembedded = [lexical.save(f"a note on tea {i}", user_id="u").memory_id for i in range(4)]
+    with polymem.open(url, embedder=HashEmbedder(48)) as other_model:
+        other_model.save("a note of another model", user_id="u")
+    with sqlite3.connect(path) as conn:  # as consolidation leaves a decayed memory: archived
+        conn.execute("UPDATE memories SET status = 'archived' WHERE memory_id = ?", (unembedded[0],))
+    with polymem.open(url, embedder=HashEmbedder(64)) as mem:
+        model_id = mem.embedder.model_id
+        pending = mem.backend.pending_reembed("default", model_id, 10, missing_only=True)
+        first = mem.backend.pending_reembed("default", model_id, 1, missing_only=True)
+        rest = mem.backend.pending_reembed("default", model_id, 10, missing_only=True, after=first[0][0])
+    with sqlite3.connect(path) as conn:
+        plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + _sqlite._MISSING_VECTORS.format(
+            scope="namespace = ? AND "), ("default", "", "default", "", 10))]
+    # not the archived one, nor the other model's; in memory_id order
+    assert [memory_id for memory_id, _ in pending] == sorted(unembedded[1:])
+    assert first + rest == pending
+    assert all("USING INDEX" in step for step in plan if step.startswith(("SCAN", "SEARCH")))
+
+
+def test_a_re_embedding_starts_each_batch_where_the_last_one_ended(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    url = f"sqlite:///{path}"
+    with polymem.open(url, embedder=None) as lexical:
+        lexical.save_many([polymem.MemoryDraft(f"note {i}") for i in range(600)], user_id="u")
+    statements: list[str] = []
+    with polymem.open(url, embedder=HashEmbedder(64)) as mem:
+        mem.backend._conn.set_trace_callback(statements.append)
+        assert mem.reembed() == 600
+        mem.backend._conn.set_trace_callback(None)
+    batches = [sql for sql in statements if sql.startswith("SELECT memory_id, content FROM memories")]
+    assert len(batches) == 4  # 256 + 256 + 88, and the empty one that ends it
+    with sqlite3.connect(path) as conn:
+        for sql in batches:
+            plan = [row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            assert plan == ["SEARCH memories USING INDEX memories_id (namespace=? AND memory_id>?)"]
+    assert [sql.count("memory_id > ''") for sql in batches] == [1, 0, 0, 0]
+
+
 def test_a_scopes_first_read_goes_through_the_index_of_its_namespace_and_user(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with polymem.open(f"sqlite:///{path}", embedder=HashEmbedder()) as mem:

@@ -415,9 +415,10 @@ class RecordStore(ABC):
 
     @abstractmethod
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
-                        missing_only: bool = False) -> builtins.list[tuple[str, str]]:
-        """(memory_id, content) of records without a vector of `model_id` (`missing_only`: without
-        any vector: those of another model are left out)."""
+                        missing_only: bool = False, after: str | None = None) -> builtins.list[tuple[str, str]]:
+        """(memory_id, content) of records without a vector of `model_id`, by memory_id, the first
+        `limit` after `after` (None: from the first); `missing_only`: active records without any
+        vector (those of another model, and inactive ones, are left out)."""
 
     @abstractmethod
     def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
@@ -598,7 +599,7 @@ class AsyncRecordStore(ABC):
 
     @abstractmethod
     async def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
-                              missing_only: bool = False) -> builtins.list[tuple[str, str]]: ...
+                              missing_only: bool = False, after: str | None = None) -> builtins.list[tuple[str, str]]: ...
 
     @abstractmethod
     async def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None: ...

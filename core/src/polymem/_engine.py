@@ -1338,11 +1338,12 @@ class Engine:
     def reembed(self, progress: Callable[[int], None] | None = None, batch: int = 256) -> Plan:
         if self.embedder is None:
             raise InvalidInput("the store has no embedder; open it with one to re-embed")
-        done = 0
+        done, after = 0, None
         while True:
-            rows = yield PendingReembed(self.namespace, self.embedder.model_id, batch)
+            rows = yield PendingReembed(self.namespace, self.embedder.model_id, batch, after=after)
             if not rows:
                 return done
+            after = rows[-1][0]
             raw = yield embed_op([content for _, content in rows])
             matrix = as_matrix(raw, self.embedder.dimension)
             yield SetVectors(self.namespace, [(mid, matrix[i]) for i, (mid, _) in enumerate(rows)],

@@ -260,7 +260,9 @@ class ActivePage(StorageOp):
 
 @dataclass(frozen=True)
 class PendingReembed(StorageOp):
-    """(memory_id, content) of memories without a vector of `model_id` (`missing_only`: without any)."""
+    """(memory_id, content) of memories without a vector of `model_id`, in memory_id order after
+    `after` (the last of the batch before: a re-embedding walks the memories once); `missing_only`:
+    the active ones without any vector (those recall would search by text alone)."""
 
     method: ClassVar[str] = "pending_reembed"
     takes_value: ClassVar[bool] = False
@@ -268,6 +270,7 @@ class PendingReembed(StorageOp):
     model_id: str
     limit: int
     missing_only: bool = False
+    after: str | None = None
 
 
 @dataclass(frozen=True)

@@ -519,14 +519,17 @@ class Plans:
                        (namespace, list(memory_ids), model_id))
         return {r[0]: vector_from_bytes(r[1]) for r in rows}
 
-    def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
-                        missing_only: bool = False) -> PgPlan[builtins.list[tuple[str, str]]]:
+    def pending_reembed(self, namespace: str | None, model_id: str, limit: int, missing_only: bool = False,
+                        after: str | None = None) -> PgPlan[builtins.list[tuple[str, str]]]:
         clause = "" if namespace is None else "namespace = %s AND "
         args: tuple[Any, ...] = () if namespace is None else (namespace,)
-        wanted = "vector IS NULL" if missing_only else "(embedding_model IS DISTINCT FROM %s OR vector IS NULL)"
+        wanted = "status = 'active' AND vector IS NULL" if missing_only else \
+            "(embedding_model IS DISTINCT FROM %s OR vector IS NULL)"
         models: tuple[Any, ...] = () if missing_only else (model_id,)
-        rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}{wanted} ORDER BY id LIMIT %s",
-                       (*args, *models, limit))
+        # by (namespace, memory_id), from `after`: each batch of a re-embedding starts where the
+        # last one ended, not at the first memory again (the rows done since no longer match)
+        rows = yield Q(f"SELECT memory_id, content FROM polymem_memories WHERE {clause}memory_id > %s AND {wanted} "
+                       "ORDER BY memory_id LIMIT %s", (*args, after or "", *models, limit))
         return [(r[0], r[1]) for r in rows]
 
     def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> PgPlan[None]:

@@ -194,8 +194,8 @@ class PostgresBackend(PostgresStore, Backend):
         return self._call(self.plans.vectors, namespace, memory_ids, model_id)
 
     def pending_reembed(self, namespace: str | None, model_id: str, limit: int,
-                        missing_only: bool = False) -> builtins.list[tuple[str, str]]:
-        return self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only)
+                        missing_only: bool = False, after: str | None = None) -> builtins.list[tuple[str, str]]:
+        return self._call(self.plans.pending_reembed, namespace, model_id, limit, missing_only, after)
 
     def set_vectors(self, namespace: str, items: Sequence[tuple[str, np.ndarray]], model_id: str) -> None:
         self._call(self.plans.set_vectors, namespace, items, model_id)

@@ -442,6 +442,21 @@ class MemoryConformance:
         finally:
             call(second.close())
 
+    def test_a_re_embedding_embeds_each_memory_once_over_several_batches(
+            self, open_store: Any, clock: FakeClock) -> None:
+        first = open_store(clock, None)
+        contents = [f"note {i} on the garden" for i in range(600)]  # batches of 256
+        call(first.save_many([MemoryDraft(c) for c in contents], user_id="ann"))
+        embedder = RecordingEmbedder(local_embedder())
+        second = open_store(clock, embedder)
+        call(first.close())
+        try:
+            assert call(second.reembed()) == 600
+            assert sorted(embedder.texts) == sorted(contents)
+            assert call(second.reembed()) == 0
+        finally:
+            call(second.close())
+
     # -- working memory ---------------------------------------------------------------------
     def test_session_keeps_messages_in_order_with_every_field(self, mem: Any) -> None:
         ses = mem.session("s1", user_id="ann", max_tokens=None)

@@ -88,7 +88,7 @@ class PolymemMemory(ChatMemoryBuffer):
     ['system', 'user']
     """
 
-    chat_store: PolymemChatStore  # type: ignore[assignment]
+    chat_store: PolymemChatStore
     top_k: int = Field(default=5, description="Long-term memories injected per get (0: none).")
     ingest: bool = Field(default=True, description="Hand user messages to polymem's extractor on put.")
     header: str = Field(default=DEFAULT_HEADER, description="First line of the injected system message.")
@@ -98,7 +98,7 @@ class PolymemMemory(ChatMemoryBuffer):
         return "PolymemMemory"
 
     @classmethod
-    def from_defaults(  # type: ignore[override]
+    def from_defaults(
         cls,
         chat_history: list[ChatMessage] | None = None,
         llm: LLM | None = None,

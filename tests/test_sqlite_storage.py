@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import polymem
 from polymem import _sqlite
 from polymem._filters import dumps
@@ -244,3 +246,51 @@ def test_a_scopes_first_read_goes_through_the_index_of_its_namespace_and_user(tm
                                                     (*params, model_id))]
             assert plan and all(step.startswith("SEARCH memories USING INDEX memories_scope_created (namespace=?")
                                 for step in plan)
+
+
+def _store_of_sources(path: Path, embedder: HashEmbedder) -> list[tuple[str, str]]:
+    """300 memories of one user, every tenth written by a tool: (content, source) of each."""
+    topics = ["tea", "the garden", "trains", "a dentist", "jazz", "the budget"]
+    rows = [(f"note {i} on {topics[i % len(topics)]} ({i * 7 % 13})", "tool" if i % 10 == 0 else "user_input")
+            for i in range(300)]
+    with polymem.open(f"sqlite:///{path}", embedder=embedder) as mem:
+        mem.save_many([polymem.MemoryDraft(content, source=source) for content, source in rows], user_id="u")
+    return rows
+
+
+def _exact_nearest(embedder: HashEmbedder, rows: list[tuple[str, str]], source: str, query: str,
+                   k: int) -> list[float]:
+    """The similarities of the `k` nearest memories of `source` (numpy over every one of them)."""
+    kept = [content for content, of in rows if of == source]
+    sims = np.array(embedder.embed(kept)) @ np.array(embedder.embed([query])[0])
+    return sorted(np.round(sims, 5).tolist(), reverse=True)[:k]
+
+
+def _found(found: Any) -> list[float]:
+    return [round(similarity, 5) for _, similarity in found]
+
+
+def test_a_filter_most_memories_pass_is_checked_on_the_rows_of_the_best_candidates_alone(tmp_path: Path) -> None:
+    embedder = HashEmbedder(64)
+    rows = _store_of_sources(tmp_path / "m.db", embedder)
+    statements: list[str] = []
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=embedder) as mem:
+        query = embedder.embed(["a note on tea"])[0]
+        mem.nearest(query, user_id="u", top_k=10)  # the scope's vectors read
+        mem.backend._conn.set_trace_callback(statements.append)
+        found = mem.nearest(query, user_id="u", top_k=10, filter={"source": "user_input"})
+        mem.backend._conn.set_trace_callback(None)
+    assert _found(found) == _exact_nearest(embedder, rows, "user_input", "a note on tea", 10)
+    assert {record.source for record, _ in found} == {"user_input"}
+    reads = [sql for sql in statements if sql.startswith("SELECT m.rowid FROM memories m")]
+    assert len(reads) == 1 and "m.rowid IN (" in reads[0]  # the scope's other rows not read for the filter
+
+
+def test_a_filter_few_memories_pass_still_finds_the_nearest_of_them(tmp_path: Path) -> None:
+    embedder = HashEmbedder(64)
+    rows = _store_of_sources(tmp_path / "m.db", embedder)
+    with polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=embedder) as mem:
+        query = embedder.embed(["a note on tea"])[0]
+        found = mem.nearest(query, user_id="u", top_k=10, filter={"source": "tool"})
+    assert _found(found) == _exact_nearest(embedder, rows, "tool", "a note on tea", 10)
+    assert {record.source for record, _ in found} == {"tool"}

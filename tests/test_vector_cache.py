@@ -274,6 +274,35 @@ def test_a_namespace_read_after_one_of_its_users_holds_each_row_once(tmp_path: P
     mem.close()
 
 
+def test_a_namespace_read_after_its_user_takes_in_only_the_rows_no_block_held(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(30, seed=12)
+    mem.save_many([polymem.MemoryDraft(f"memory number {i}") for i in range(30)], user_id="u", vectors=vectors)
+    assert nearest(mem, vectors[0])  # reads user u's rows: all of the namespace's
+    cache = next(iter(mem.backend._caches.values()))
+    taken_out: list[int] = []
+    forget = cache._forget
+    cache._forget = lambda rowid: (taken_out.append(rowid), forget(rowid))[1]  # records, then forgets
+    assert mem.nearest(vectors[3], user_id=None, top_k=1)[0][0].content == "memory number 3"
+    assert taken_out == [] and cache.directory.count == 30
+    mem.close()
+
+
+def test_a_memory_another_process_re_embedded_after_its_users_read_is_found_by_the_namespace_by_its_new_vector(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    mem = polymem.open(url, embedder=VectorTable(), clock=FakeClock())
+    old, new = unit_vectors(2, seed=14)
+    saved = mem.save("a memory re-embedded elsewhere", user_id="u", vector=old)
+    mem.save("another memory", user_id="u", vector=unit_vectors(1, seed=15)[0])
+    assert nearest(mem, old) == saved.memory_id  # user u's rows read
+    with polymem.open(url, embedder=VectorTable(), clock=FakeClock()) as other:
+        other.backend.set_vectors("default", [(saved.memory_id, new)], VectorTable.model_id)
+    found = mem.nearest(new, user_id=None, top_k=1)[0]
+    assert found[0].memory_id == saved.memory_id and found[1] == pytest.approx(1.0)
+    mem.close()
+
+
 def test_a_row_counted_without_a_vector_and_read_with_one_is_no_longer_foreign() -> None:
     """A scope's first read takes in a row another process gave a vector of this model after the
     cache counted it among those without one."""

@@ -288,6 +288,25 @@ def test_a_namespace_read_after_its_user_takes_in_only_the_rows_no_block_held(tm
     mem.close()
 
 
+def test_a_namespace_read_after_some_of_its_users_reads_the_other_users_rows_alone(tmp_path: Path) -> None:
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    vectors = unit_vectors(9, seed=16)
+    owners = ["u", "u", "u", "v", "v", "w", "w", None, None]  # (None: memories of no user)
+    saved = [mem.save(f"memory number {i}", user_id=owner, vector=v).memory_id
+             for i, (owner, v) in enumerate(zip(owners, vectors))]
+    assert nearest(mem, vectors[0]) == saved[0]  # user u's rows read
+    assert mem.nearest(vectors[5], user_id="w", top_k=1)[0][0].memory_id == saved[5]  # and user w's
+    cache = next(iter(mem.backend._caches.values()))
+    read: list[int] = []
+    load = cache.load
+    cache.load = lambda chunks, *scope: load(([read.append(row[0]) or row for row in chunk] for chunk in chunks),
+                                             *scope)  # records each row read, then loads it
+    for memory_id, vector in zip(saved, vectors):  # the namespace: every user's memories found
+        assert mem.nearest(vector, user_id=None, top_k=1)[0][0].memory_id == memory_id
+    assert len(read) == 4 and cache.directory.count == 9  # v's two and the two of no user
+    mem.close()
+
+
 def test_a_memory_another_process_re_embedded_after_its_users_read_is_found_by_the_namespace_by_its_new_vector(
         tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"

@@ -819,6 +819,7 @@ _STAMPED_SINCE = ("SELECT rowid, importance, last_accessed_at, access_count FROM
                   "WHERE accessed_seq > ? AND accessed_seq > 0")
 # Rows of a scope read for the first time taken in at a time: the rows of all of it at once (their
 # vector blobs and Python objects) held beside the arrays made of them doubled a large store's peak.
+MAX_HELD_USERS_NAMED = 1_000  # users a namespace's first read names to leave out (`unheld_users`)
 LOAD_ROWS = 16_384
 # Recalls' bonuses written at once (`_write_bonuses`): each recall's (namespace, [(memory_id, bonus)], when in µs).
 _BonusBatch = Sequence[tuple[str, builtins.list[tuple[str, float]], int]]
@@ -903,6 +904,16 @@ class _VectorCache:
     def holds(self, namespace: str, user_id: str | None, all_users: bool) -> bool:
         """Whether this scope's vectors have been read (and are kept current)."""
         return namespace in self.namespaces or (not all_users and (namespace, user_id) in self.users)
+
+    def unheld_users(self, namespace: str) -> tuple[str, builtins.list[Any]]:
+        """The SQL condition (and its parameters) of the rows of `namespace` whose users' rows are
+        not held yet: a namespace read after some of its users reads the others' rows alone (100k
+        memories of one user: the first recall over every user 0.29 s -> 0.011 s)."""
+        named = [user for space, user in self.users if space == namespace and user is not None]
+        if not named or len(named) > MAX_HELD_USERS_NAMED:  # (too many to name: `load` skips their rows)
+            return "namespace = ?", [namespace]
+        return f"namespace = ? AND (user_id IS NULL OR user_id NOT IN ({', '.join('?' for _ in named)}))", \
+            [namespace, *named]
 
     def load(self, chunks: Iterable[Sequence[_CachedRow]], namespace: str, user_id: str | None,
              all_users: bool) -> None:
@@ -1625,7 +1636,7 @@ class SQLiteBackend(Backend):
             cache.seq = seq
         if scope is not None and not cache.holds(*scope):
             namespace, user_id, all_users = scope
-            where, params = ("namespace = ?", [namespace]) if all_users else \
+            where, params = cache.unheld_users(namespace) if all_users else \
                 ("namespace = ? AND user_id IS ?", [namespace, user_id])
             cursor = conn.execute(_SCOPE_ROWS.format(where=where), (*params, model_id))
             cache.load(iter(lambda: cursor.fetchmany(LOAD_ROWS), []), namespace, user_id, all_users)
@@ -1704,7 +1715,7 @@ class SQLiteBackend(Backend):
                                     now_us: int) -> dict[int, float]:
         """`_vector_candidates` inside the request's filter, which only SQL evaluates: checked first
         on the best `FILTER_WIDENING` x `limit` candidates of the scope (their rows alone read); when
-        fewer than `limit` of them pass, on every row of the scope (100k memories: ~75 ms), and the
+        fewer than `limit` of them pass, on every row of the scope (100k memories: ~60 ms), and the
         search runs again among those that pass. The first is the second's answer whenever it is
         taken: a row that passes outside the wider candidates is no closer than any inside."""
         where, params = self._scope_sql(request.namespace, request.user_id, request.agent_id, request.category,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import weakref
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -628,3 +629,55 @@ def test_a_closed_store_lets_go_of_its_indexes_at_once(tmp_path: Path) -> None:
         assert scope() is None
     finally:
         gc.enable()
+
+
+def labelled_spread(path: Path, vectors: np.ndarray, users: int) -> tuple[polymem.Memory, list[tuple[str, str, str | None]]]:
+    """`spread`, every eighth memory a task (the others facts), every other one of agent "a":
+    (memory_id, category, agent_id) of each row."""
+    mem = polymem.open(f"sqlite:///{path}", embedder=VectorTable(), clock=FakeClock())
+    rows: list[tuple[str, str, str | None]] = [("", "", None)] * len(vectors)
+    for user in range(users):
+        for agent in ("a", None):
+            mine = [i for i in range(user, len(vectors), users) if (i % 2 == 0) == (agent == "a")]
+            drafts = [polymem.MemoryDraft(f"memory {i}", category="task" if i % 8 == 0 else "fact") for i in mine]
+            for i, record in zip(mine, mem.save_many(drafts, user_id=f"u{user}", agent_id=agent,
+                                                     vectors=vectors[mine])):
+                rows[i] = (record.memory_id, record.category, agent)
+    return mem, rows
+
+
+def exact_top(vectors: np.ndarray, rows: list[tuple[str, str, str | None]], query: np.ndarray,
+              keep: Callable[[tuple[str, str, str | None]], bool]) -> set[str]:
+    kept = [i for i, row in enumerate(rows) if keep(row)]
+    return {rows[kept[j]][0] for j in np.argsort(-(vectors[kept] @ query))[:10]}
+
+
+def test_a_recall_over_every_user_of_an_agent_or_category_most_memories_have_is_answered_by_the_namespaces_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = clustered(ROWS, seed=40)
+    mem, rows = labelled_spread(tmp_path / "m.db", vectors, users=4)
+    span_indexed(mem)
+    searched_block_by_block: list[int] = []
+    block_best = _ScopeBlock.best
+    monkeypatch.setattr(_ScopeBlock, "best", lambda block, *args: (searched_block_by_block.append(1),
+                                                                   block_best(block, *args))[1])
+    shares = []
+    for query in clustered(30, seed=41):
+        for asked, keep in (({"category": "fact"}, lambda row: row[1] == "fact"),
+                            ({"agent_id": "a"}, lambda row: row[2] == "a")):
+            found = mem.nearest(query, user_id=None, top_k=10, **asked)
+            assert len(found) == 10 and all(keep((r.memory_id, r.category, r.agent_id)) for r, _ in found)
+            shares.append(len(exact_top(vectors, rows, query, keep) & {r.memory_id for r, _ in found}) / 10)
+    assert np.mean(shares) >= 0.95
+    assert searched_block_by_block == []  # every one answered by the index over every user
+    mem.close()
+
+
+def test_a_recall_over_every_user_of_a_category_few_memories_have_finds_the_nearest_of_them(tmp_path: Path) -> None:
+    vectors = clustered(ROWS, seed=42)
+    mem, rows = labelled_spread(tmp_path / "m.db", vectors, users=4)
+    span_indexed(mem)
+    for query in clustered(20, seed=43):
+        found = mem.nearest(query, user_id=None, top_k=10, category="task")
+        assert {r.memory_id for r, _ in found} == exact_top(vectors, rows, query, lambda row: row[1] == "task")
+    mem.close()

@@ -905,6 +905,19 @@ class _VectorCache:
         """Whether this scope's vectors have been read (and are kept current)."""
         return namespace in self.namespaces or (not all_users and (namespace, user_id) in self.users)
 
+    def labelled(self, rowids: np.ndarray, agent_id: str | None, category: str | None) -> np.ndarray:
+        """Which of these held rows are of `agent_id` and of `category` (None: any), row by row:
+        a search's few hundred proposals fall in many users' blocks, a few in each."""
+        numbers, slots = self.directory.locate(rowids)
+        blocks = self.directory.blocks
+        keep = np.zeros(len(numbers), dtype=bool)
+        for i, (number, slot) in enumerate(zip(numbers.tolist(), slots.tolist())):
+            if number >= 0:
+                block = blocks[number]
+                keep[i] = (agent_id is None or block.agents[slot] == block.code(agent_id)) and \
+                    (category is None or block.categories[slot] == block.code(category))
+        return keep
+
     def unheld_users(self, namespace: str) -> tuple[str, builtins.list[Any]]:
         """The SQL condition (and its parameters) of the rows of `namespace` whose users' rows are
         not held yet: a namespace read after some of its users reads the others' rows alone (100k
@@ -1738,9 +1751,19 @@ class SQLiteBackend(Backend):
         query = request.query_vector
         assert query is not None
         span = cache.spans.get(request.namespace) if request.user_id is None else None
-        if span is not None and request.agent_id is None and request.category is None and allowed is None \
-                and (found := span.best(query, now_us, request.limit)) is not None:
-            return dict(zip(found[0].tolist(), found[1].tolist()))
+        if span is not None and allowed is None:
+            # An agent or a category is checked on the span's best `FILTER_WIDENING` x `limit` rows
+            # (1M over every user, a category all of them have: 85.8 ms exact -> 2 ms); when fewer
+            # than `limit` of them are of it, each block is searched for its own.
+            labelled = request.agent_id is not None or request.category is not None
+            found = span.best(query, now_us, FILTER_WIDENING * request.limit if labelled else request.limit)
+            if found is not None:
+                ids, sims = found
+                if labelled:
+                    keep = cache.labelled(ids, request.agent_id, request.category)
+                    ids, sims = ids[keep][:request.limit], sims[keep][:request.limit]
+                if len(ids) == request.limit or not labelled:
+                    return dict(zip(ids.tolist(), sims.tolist()))
         found_ids: builtins.list[np.ndarray] = []
         found_sims: builtins.list[np.ndarray] = []
         for block in cache.scope_blocks(request.namespace, request.user_id, request.user_id is None):

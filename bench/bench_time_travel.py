@@ -1,12 +1,13 @@
-"""What `explain` and `as_of` cost a recall: plain, explain and as_of recalls alternated in one run.
+"""What `explain`, `as_of` and `valid_at` cost a recall: the ways alternated in one run.
 
 Builds an SQLite store of N memories (vectors as in bench_core.py: real all-MiniLM-L6-v2
 vectors of generated sentences, perturbed), spread over U users; then updates 1% and deletes
 0.5% of them, so a recall `as_of` the moment before reads past versions and tombstones too.
-Each round recalls one query four ways, in turn: plain, explain=True, as_of=before, and as_of on
+Each round recalls one query five ways, in turn: plain, explain=True, as_of=before, as_of on
 a copy of the store whose past versions have no vector (as versions kept before SQLite migration
 10 have, and every version had before it), opened read-only so that it cannot keep the vectors it
-embeds: its past versions are embedded again by the real model on every recall, as before. The query's embedding is precomputed (it would cost the same in each); any other text is
+embeds: its past versions are embedded again by the real model on every recall, as before, and
+valid_at=before (what held in the world then: the memories updated since in their version of then). The query's embedding is precomputed (it would cost the same in each); any other text is
 embedded by the real model. Prints p50/p99 per way, the ratios to plain, the texts embedded per
 as_of recall, and the machine's load average before and after.
 
@@ -37,7 +38,7 @@ from bench_core import QUERIES, percentile, sentences  # noqa: E402
 import polymem  # noqa: E402
 from polymem import MemoryDraft  # noqa: E402
 
-WAYS = ("plain", "explain", "as_of", "as_of_unvectored")
+WAYS = ("plain", "explain", "as_of", "as_of_unvectored", "valid_at")
 
 
 def build(url: str, size: int, users: int, vectors: np.ndarray, texts: list[str], embedder: polymem.Embedder,
@@ -102,9 +103,9 @@ def main() -> None:
                 embedded: dict[str, list[int]] = {way: [] for way in WAYS}
                 for i in range(args.queries):
                     query, user = QUERIES[i % len(QUERIES)], f"u{i % users}"
-                    for way in WAYS[i % 4:] + WAYS[:i % 4]:  # each way first as often as the others
+                    for way in WAYS[i % len(WAYS):] + WAYS[:i % len(WAYS)]:  # each way first as often as the others
                         options = {"explain": {"explain": True}, "as_of": {"as_of": before},
-                                   "as_of_unvectored": {"as_of": before}}.get(way, {})
+                                   "as_of_unvectored": {"as_of": before}, "valid_at": {"valid_at": before}}.get(way, {})
                         mem = stores["unvectored" if way == "as_of_unvectored" else "kept"]
                         embedder.texts = 0
                         t0 = time.perf_counter()
@@ -117,27 +118,28 @@ def main() -> None:
             rows.append((size, users, *(x for way in WAYS for x in (percentile(latency[way], 50),
                                                                       percentile(latency[way], 99))),
                          *(percentile(latency[way], 50) / plain for way in WAYS[1:]),
-                         *(float(np.mean(embedded[way])) for way in WAYS[2:])))
+                         *(float(np.mean(embedded[way])) for way in WAYS[2:4])))
             print(f"done {size} x {users} users", flush=True)
     load_after = os.getloadavg()
     header = ("| memories | users | plain p50 ms | plain p99 ms | explain p50 ms | explain p99 ms | as_of p50 ms "
               "| as_of p99 ms | as_of, versions without vectors p50 ms | as_of, versions without vectors p99 ms "
+              "| valid_at p50 ms | valid_at p99 ms "
               "| explain / plain (p50) | as_of / plain (p50) | as_of without vectors / plain (p50) "
-              "| texts embedded per as_of recall | the same, without vectors |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| valid_at / plain (p50) | texts embedded per as_of recall | the same, without vectors |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = ["| " + " | ".join([f"{s:,}", str(u), *(f"{x:.2f}" for x in times), *(f"{x:.2f}" for x in ratios),
                                 *(f"{x:.0f}" for x in texts)]) + " |"
-             for s, u, *rest in rows for times, ratios, texts in [(rest[:8], rest[8:11], rest[11:])]]
+             for s, u, *rest in rows for times, ratios, texts in [(rest[:10], rest[10:14], rest[14:])]]
     load = (f"load average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}, "
             f"after {', '.join(f'{x:.2f}' for x in load_after)}")
     text = "\n".join([header, *lines])
     print(text)
     print(load)
     if not args.no_record:
-        _results.append("explain and as_of", "bench_time_travel.py",
+        _results.append("explain, as_of and valid_at", "bench_time_travel.py",
                         f"; {load}. {args.queries} recalls per way, alternated; top_k=10, one user's scope; query "
                         f"embedding precomputed, other texts embedded by {embedder.model_id} ({type(real).__name__}); "
-                        f"1% of memories updated and 0.5% deleted after the as_of moment. "
+                        f"1% of memories updated and 0.5% deleted after the as_of (and valid_at) moment. "
                         f"polymem {polymem.__version__}.\n\n{text}")
 
 

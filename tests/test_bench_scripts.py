@@ -234,7 +234,7 @@ def test_time_travel_bench_alternates_plain_explain_and_as_of_at_a_tiny_size(tmp
     out = _run([str(BENCH / "bench_time_travel.py"), "--sizes", "300", "--users", "3", "--queries", "3",
                 "--no-record"], tmp_path)
     row = next(line for line in out.splitlines() if line.startswith("| 300 |"))
-    assert len(row.split("|")) == 17 and "load average" in out
+    assert len(row.split("|")) == 20 and "load average" in out
 
 
 def test_alternatives_measure_the_mapped_file_pages_within_a_stores_peak_memory(tmp_path: Path) -> None:

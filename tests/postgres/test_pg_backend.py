@@ -230,7 +230,7 @@ def test_import_keeps_the_first_of_duplicates_within_a_batch(pg_url: str) -> Non
         assert (report.imported, report.duplicates) == (7, 2)
         assert backend.get("default", ["b-0"])[0].content == "bulk memory 0"
         assert [r.memory_id for r in backend.get("default", ["b-10", "b-11"])] == ["b-10"]
-        assert len(backend.history("default", "b-0")) == 1
+        assert len(backend.history("default", ["b-0"], None)["b-0"]) == 1
     finally:
         backend.close()
 

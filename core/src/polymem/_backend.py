@@ -369,8 +369,10 @@ class RecordStore(ABC):
         """The ids of the live memories of the namespace (of one user) written after `at`."""
 
     @abstractmethod
-    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        """Every version of a memory, oldest first (a deleted memory's too, until it is purged)."""
+    def history(self, namespace: str, memory_ids: Sequence[str],
+                model_id: str | None) -> dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+        """Every version of these memories, oldest first (a deleted memory's too, until it is
+        purged), each with its vector of `model_id` where one is kept (None: none asked)."""
 
     @abstractmethod
     def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...
@@ -555,7 +557,8 @@ class AsyncRecordStore(ABC):
     async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]: ...
 
     @abstractmethod
-    async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]: ...
+    async def history(self, namespace: str, memory_ids: Sequence[str],
+                      model_id: str | None) -> dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]: ...
 
     @abstractmethod
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]: ...

@@ -550,15 +550,16 @@ class Engine:
 
     def _as_of(self, as_of: datetime, user_id: str | None, agent_id: str | None, category: str | None,
                filter: dict[str, Any] | None, status: str | None,
-               model_id: str | None = None, valid_at: datetime | None = None, changed_only: bool = False) -> Plan:
+               model_id: str | None = None, valid_at: datetime | None = None, changed_only: bool = False,
+               memory_ids: Sequence[str] | None = None) -> Plan:
         """The memories in scope as they stood at `as_of` (with their vectors of `model_id`, where
         stored), newest first; with `valid_at`, each in its version that held in the world then;
-        with `changed_only`, only those written or deleted since `as_of`.
+        with `changed_only`, only those written or deleted since `as_of`; with `memory_ids`, only these.
         The filter applies to those versions, by the same SQL as today's reads: evaluated in an
         in-memory SQLite table holding them."""
-        rows = yield RecordsAsOf(self.namespace, as_of, user_id, None, model_id, changed_only)
+        rows = yield RecordsAsOf(self.namespace, as_of, user_id, memory_ids, model_id, changed_only)
         if valid_at is not None:
-            rows = yield from self._valid_at(rows, valid_at, as_of)
+            rows = yield from self._valid_at(rows, valid_at, as_of, model_id)
         kept = [(r, v) for r, v in rows
                 if (agent_id is None or r.agent_id == agent_id) and (category is None or r.category == category)
                 and (status is None or r.status == status)
@@ -571,18 +572,22 @@ class Engine:
         kept.sort(key=lambda rv: rv[0].created_at, reverse=True)
         return kept
 
-    def _valid_at(self, rows: builtins.list[tuple[MemoryRecord, Any]], at: datetime, known_at: datetime) -> Plan:
+    def _valid_at(self, rows: builtins.list[tuple[MemoryRecord, Any]], at: datetime, known_at: datetime,
+                  model_id: str | None = None) -> Plan:
         """Each memory in the version that held in the world at `at` (as known at `known_at`):
         the last one whose validity began by then, left out if that validity ended by then.
-        Only a memory whose present version began to hold after `at` has its history read."""
+        Only the memories whose present version began to hold after `at` have their history read
+        (all at once), a past version with the vector of `model_id` it kept."""
+        began_later = [record.memory_id for record, _ in rows if valid_from(record) > at]
+        histories = (yield RecordHistory(self.namespace, began_later, model_id)) if began_later else {}
         out = []
         for record, vector in rows:
             if valid_from(record) > at:
-                versions = yield RecordHistory(self.namespace, record.memory_id)
-                earlier = [v for v in versions if v.updated_at <= known_at and valid_from(v) <= at]
+                earlier = [(v, kept) for v, kept in histories.get(record.memory_id, [])
+                           if v.updated_at <= known_at and valid_from(v) <= at]
                 if not earlier:
                     continue
-                record, vector = earlier[-1], None  # its vector is of the present version's content
+                record, vector = earlier[-1]  # with the vector it kept, if any (else embedded by the caller)
             ends = valid_to(record)
             if ends is None or ends > at:
                 out.append((record, vector))
@@ -1059,24 +1064,32 @@ class Engine:
         stored vector (a version whose content changed since is embedded again), the full-text
         rank by BM25 with the weights the search gives the query's terms, on the scale of the
         search's best match (all rescaled when a past version matches better). With `valid_at`,
-        which may take any memory to an older version, or for `everything` in scope (a lexical
-        recall with `min_relevance=0`), every version current then is ranked."""
+        so are the memories whose present version may not be the one that held then
+        (`_unsettled`); with more of those than `MAX_SEARCHED_PAST`, or for `everything` in scope
+        (a lexical recall with `min_relevance=0`), every version current then is ranked."""
         model_id = self.embedder.model_id if self.embedder else None
-        if valid_at is not None or everything:
+        unsettled = None if everything else (yield from self._unsettled(at, valid_at, user_id))
+        if unsettled is None:
             rows = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at)
             ranks = bm25_ranks([terms(r.content, language=self.language) for r, _ in rows], query)
             similarities = yield from self._similarities(rows, vector)
             return [Candidate(record, sim, ranks.get(i)) for i, ((record, _), sim) in enumerate(zip(rows, similarities))]
-        changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id,
+        since, read_since = unsettled
+        changed = yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at,
                                          changed_only=True)
-        since = set((yield WrittenSince(self.namespace, at, user_id)))
+        if others := sorted(since - read_since):
+            changed += yield from self._as_of(at, user_id, agent_id, category, filter, "active", model_id, valid_at,
+                                              memory_ids=others)
         # Up to MAX_SEARCHED_PAST memories written since are searched past (the search brings up
         # to twice as many candidates, as if none had been written since unless more of them are
         # among the best); more are left out by a filter, which costs a read of the scope's rows.
         many = len(since) > MAX_SEARCHED_PAST
-        request = SearchRequest(self.namespace, user_id, agent_id, category,
-                                _unchanged_since(filter, at) if many else filter, vector, model_id, tuple(query), at,
-                                limit if many else limit + min(len(since), limit))
+        if many:
+            filter = _bounded(filter, "updated_at", at)
+        if valid_at is not None and valid_at < at:  # (created since: held nothing then, declared or read above)
+            filter = _bounded(filter, "created_at", valid_at)
+        request = SearchRequest(self.namespace, user_id, agent_id, category, filter, vector, model_id, tuple(query),
+                                at, limit if many else limit + min(len(since), limit))
         found = [c for c in (yield Search(request)) if c.id not in since]
         best = max((c.text_rank for c in found if c.text_rank is not None), default=1.0)
         if best < 1.0:  # the best text match was written since: the ranks are relative to the best left
@@ -1090,6 +1103,31 @@ class Engine:
             found = [replace(c, text_rank=None if c.text_rank is None else c.text_rank / top) for c in found]
         return [*found, *(Candidate(record, sim, None if i not in ranks else ranks[i] / top)
                           for i, ((record, _), sim) in enumerate(zip(changed, similarities)))]
+
+    def _unsettled(self, at: datetime, valid_at: datetime | None, user_id: str | None) -> Plan:
+        """The memories a search of the store as it is cannot rank as they stood at `at` (and,
+        with `valid_at`, as they held in the world then), and those of them written since `at`:
+        (ids, ids written since `at`), or None where `valid_at` names more than `MAX_SEARCHED_PAST`
+        (every version current at `at` is ranked then).
+
+        A memory unchanged since `at` is now as it stood then. With `valid_at`, its present version
+        is the one that held then unless it was written after `valid_at` (an earlier version may
+        have held; a memory created after it held nothing, which the search's filter leaves out) or
+        declares a validity of its own (`valid_from`, `valid_to`): only those are read in their
+        version of `valid_at`, instead of every memory of the scope (100k memories: ~4 s a recall)."""
+        read_since = set((yield WrittenSince(self.namespace, at, user_id)))
+        if valid_at is None:
+            return read_since, read_since
+        since = set(read_since)
+        asked: builtins.list[dict[str, Any]] = [{f"metadata.{key}": {"$exists": True}} for key in ("valid_from", "valid_to")]
+        if valid_at < at:
+            asked.append({"updated_at": {"$gt": valid_at}, "created_at": {"$lte": valid_at}})
+        for filter in asked:  # (any status: a memory superseded since may have been active then)
+            since.update(r.memory_id for r in (yield ListRecords(self.namespace, user_id, filter=filter, status=None,
+                                                                 limit=MAX_SEARCHED_PAST + 1)))
+            if len(since) > MAX_SEARCHED_PAST:
+                return None
+        return since, read_since
 
     def _similarities(self, rows: Sequence[tuple[MemoryRecord, Any]], vector: np.ndarray | None) -> Plan:
         """Each row's cosine to the query `vector` (None without one): from its stored vector, or
@@ -1301,7 +1339,7 @@ class Engine:
 
     def history(self, memory_id: str, *, include_quarantined: bool = False) -> Plan:
         self._label(memory_id, "memory_id")
-        versions = yield RecordHistory(self.namespace, memory_id)
+        versions = [record for record, _ in (yield RecordHistory(self.namespace, [memory_id])).get(memory_id, [])]
         # The guard judges a memory by its latest version (a deleted memory keeps its versions).
         latest = yield from self._visible(versions[-1:], include_quarantined)
         return versions if latest else []
@@ -1747,10 +1785,10 @@ def _with_validity(metadata: Any, valid_from: datetime | None, valid_to: datetim
     return validity if validity and metadata is None else metadata
 
 
-def _unchanged_since(filter: dict[str, Any] | None, at: datetime) -> dict[str, Any]:
-    """`filter` restricted to the memories not written since `at` (a caller's own bound on
-    `updated_at` kept: the stricter of the two)."""
-    given = (filter or {}).get("updated_at")
+def _bounded(filter: dict[str, Any] | None, field: str, at: datetime) -> dict[str, Any]:
+    """`filter` restricted to the memories whose time `field` is at or before `at` (a caller's
+    own upper bound on it kept: the stricter of the two)."""
+    given = (filter or {}).get(field)
     bounds: dict[str, Any] = {"$eq": given}
     if given is None:
         bounds = {}
@@ -1758,10 +1796,10 @@ def _unchanged_since(filter: dict[str, Any] | None, at: datetime) -> dict[str, A
         bounds = dict(given)
     bound = bounds.get("$lte")
     if isinstance(bound, str):
-        bound = from_iso(bound, "updated_at")
+        bound = from_iso(bound, field)
     if isinstance(bound, datetime):
-        at = min(at, require_aware(bound, "updated_at"))
-    return {**(filter or {}), "updated_at": {**bounds, "$lte": at}}
+        at = min(at, require_aware(bound, field))
+    return {**(filter or {}), field: {**bounds, "$lte": at}}
 
 
 def valid_from(record: MemoryRecord) -> datetime:

@@ -1550,19 +1550,41 @@ class SQLiteBackend(Backend):
                 conn.execute("DELETE FROM memory_versions WHERE namespace = ? AND memory_id = ?", (namespace, memory_id))
         return removed or tombstone is not None
 
-    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
+    def history(self, namespace: str, memory_ids: Sequence[str],
+                model_id: str | None) -> dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+        out: dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+
+        def vector_of(blob: bytes | None, model: str | None) -> np.ndarray | None:
+            return None if blob is None or model_id is None or model != model_id else np.frombuffer(blob, np.float32)
+
         with self._read() as conn:
-            found = self._fetch_records(conn, "m.namespace = ? AND m.memory_id = ?", (namespace, memory_id))
-            if found:
-                versions = self._versions(conn, found[0])
-            elif conn.execute("SELECT 1 FROM memory_tombstones WHERE memory_id = ? AND namespace = ?",
-                              (memory_id, namespace)).fetchone():
-                versions = [json.loads(r[0]) for r in conn.execute(
-                    "SELECT record FROM memory_versions WHERE namespace = ? AND memory_id = ? ORDER BY version",
-                    (namespace, memory_id))]
-            else:
-                return []
-        return [MemoryRecord.from_dict(v) for v in versions]
+            for start in range(0, len(memory_ids), 500):
+                chunk = builtins.list(memory_ids[start:start + 500])
+                marks = ", ".join("?" for _ in chunk)
+                kept: dict[str, builtins.list[tuple[int, str, bytes | None, str | None]]] = {}
+                for memory_id, version, record, vector, vector_model in conn.execute(
+                        f"SELECT memory_id, version, record, vector, vector_model FROM memory_versions "
+                        f"WHERE namespace = ? AND memory_id IN ({marks}) ORDER BY memory_id, version", (namespace, *chunk)):
+                    kept.setdefault(memory_id, []).append((version, record, vector, vector_model))
+                live = set()
+                for row in conn.execute(f"SELECT {_RECORD_COLUMNS}, vector FROM memories m "
+                                        f"WHERE namespace = ? AND memory_id IN ({marks})", (namespace, *chunk)):
+                    # as `_versions`: the present one is its kept record where there is one, else the row
+                    present, vector = _row_to_record(row[:19]), vector_of(row[19], row[16])
+                    live.add(present.memory_id)
+                    earlier = [(v, r, b, m) for v, r, b, m in kept.get(present.memory_id, []) if v <= present.version]
+                    versions = [(MemoryRecord.from_dict(json.loads(r)), vector_of(b, m)) for v, r, b, m in earlier
+                                if v < present.version]
+                    last = MemoryRecord.from_dict(json.loads(earlier[-1][1])) \
+                        if earlier and earlier[-1][0] == present.version else present
+                    out[present.memory_id] = [*versions, (last, vector)]
+                if deleted := [m for m in chunk if m not in live and m in kept]:
+                    for (memory_id,) in conn.execute(
+                            f"SELECT memory_id FROM memory_tombstones WHERE namespace = ? "
+                            f"AND memory_id IN ({', '.join('?' for _ in deleted)})", (namespace, *deleted)):
+                        out[memory_id] = [(MemoryRecord.from_dict(json.loads(r)), vector_of(b, m))
+                                          for _, r, b, m in kept[memory_id]]
+        return out
 
     def as_of(self, namespace: str, at: datetime, user_id: str | None, memory_ids: Sequence[str] | None,
               model_id: str | None, changed_only: bool = False) -> builtins.list[tuple[MemoryRecord, np.ndarray | None]]:

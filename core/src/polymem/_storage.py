@@ -155,12 +155,14 @@ class WrittenSince(StorageOp):
 
 @dataclass(frozen=True)
 class RecordHistory(StorageOp):
-    """Every version of a memory, oldest first."""
+    """Every version of these memories, oldest first, each with its vector of `model_id` where
+    one is kept (None: no vectors); a memory neither live nor deleted is left out."""
 
     method: ClassVar[str] = "history"
     takes_value: ClassVar[bool] = False
     namespace: str
-    memory_id: str
+    memory_ids: Sequence[str]
+    model_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -160,8 +160,9 @@ class AsyncPostgresBackend(PostgresStore, AsyncBackend):
     async def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
         return await self._call(self.plans.written_since, namespace, at, user_id)
 
-    async def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        return await self._call(self.plans.history, namespace, memory_id)
+    async def history(self, namespace: str, memory_ids: Sequence[str],
+                      model_id: str | None) -> dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+        return await self._call(self.plans.history, namespace, memory_ids, model_id)
 
     async def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """`_search_flow` driven on the loop: the statements of a batch each on its own pooled

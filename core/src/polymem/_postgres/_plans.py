@@ -344,15 +344,23 @@ class Plans:
                        (namespace, at, *params))
         return [r[0] for r in rows]
 
-    def history(self, namespace: str, memory_id: str) -> PgPlan[builtins.list[MemoryRecord]]:
-        owner = yield Q("SELECT 1 FROM polymem_memories WHERE namespace = %s AND memory_id = %s UNION ALL "
-                        "SELECT 1 FROM polymem_memory_tombstones WHERE namespace = %s AND memory_id = %s",
-                        (namespace, memory_id, namespace, memory_id), "one")
-        if owner is None:
-            return []
-        rows = yield Q("SELECT record FROM polymem_memory_versions WHERE namespace = %s AND memory_id = %s "
-                       "ORDER BY version", (namespace, memory_id))
-        return [MemoryRecord.from_dict(json.loads(r[0])) for r in rows]
+    def history(self, namespace: str, memory_ids: Sequence[str], model_id: str | None,
+                ) -> PgPlan[dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]]:
+        out: dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]] = {}
+        # the present version's vector is the memory's own (its kept row may have none yet)
+        for memory_id, record_json, vector in (yield Q(
+                "SELECT v.memory_id, v.record, CASE WHEN m.version = v.version AND m.embedding_model = %s "
+                "THEN vector_send(m.vector) WHEN v.vector_model = %s THEN vector_send(v.vector) END "
+                "FROM polymem_memory_versions v LEFT JOIN polymem_memories m "
+                "ON m.namespace = v.namespace AND m.memory_id = v.memory_id "
+                "WHERE v.namespace = %s AND v.memory_id = ANY(%s) AND (m.memory_id IS NOT NULL OR EXISTS ("
+                "SELECT 1 FROM polymem_memory_tombstones t WHERE t.namespace = v.namespace "
+                "AND t.memory_id = v.memory_id)) ORDER BY v.memory_id, v.version",
+                (model_id, model_id, namespace, builtins.list(memory_ids)))):
+            out.setdefault(memory_id, []).append((MemoryRecord.from_dict(json.loads(record_json)),
+                                                  None if vector is None or model_id is None
+                                                  else vector_from_bytes(vector)))
+        return out
 
     # search -------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> PgPlan[builtins.list[Candidate]]:

@@ -109,8 +109,9 @@ class PostgresBackend(PostgresStore, Backend):
     def written_since(self, namespace: str, at: datetime, user_id: str | None) -> builtins.list[str]:
         return self._call(self.plans.written_since, namespace, at, user_id)
 
-    def history(self, namespace: str, memory_id: str) -> builtins.list[MemoryRecord]:
-        return self._call(self.plans.history, namespace, memory_id)
+    def history(self, namespace: str, memory_ids: Sequence[str],
+                model_id: str | None) -> dict[str, builtins.list[tuple[MemoryRecord, np.ndarray | None]]]:
+        return self._call(self.plans.history, namespace, memory_ids, model_id)
 
     def search(self, request: SearchRequest) -> builtins.list[Candidate]:
         """`_search_flow` driven here: the statements of a batch each on its own pooled connection

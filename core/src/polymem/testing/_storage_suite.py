@@ -115,7 +115,8 @@ class RecordStoreConformance:
         before = call(records.as_of(NS, NOW, "u", None, None))
         assert [(r.memory_id, v) for r, v in before] == [(a.memory_id, None)]
         assert call(records.as_of(NS, later, "u", None, None)) == []
-        assert [v.content for v in call(records.history(NS, a.memory_id))] == ["alpha fact"]
+        assert [(v.content, vector) for v, vector in call(records.history(NS, [a.memory_id], None))[a.memory_id]] == [
+            ("alpha fact", None)]
 
     def test_as_of_gives_the_version_current_then(self, records: Any) -> None:
         (a,) = self._insert(records, "alpha fact")
@@ -151,12 +152,33 @@ class RecordStoreConformance:
         (past, vector), = call(records.as_of(NS, NOW + timedelta(hours=1), None, [a.memory_id], "m"))
         assert (past.version, vector.tolist()) == (1, given.tolist())
 
+    def test_history_gives_every_version_of_many_memories_with_the_vectors_they_kept(self, records: Any) -> None:
+        """Live and deleted memories at once, oldest version first: a past version with the vector
+        of the model asked for it kept, the present one with the memory's own; unknown ids left out."""
+        old_a, old_b, new_a = (np.array(v, dtype=np.float32) for v in ([1, 0, 0], [0, 1, 0], [0, 0, 1]))
+        a, b = (new_record(c) for c in ("alpha fact", "beta fact"))
+        a, b = (replace(n, record=n.record.replace(embedding_model="m"), vector=v) for n, v in ((a, old_a), (b, old_b)))
+        (plain,) = self._insert(records, "gamma fact")
+        call(records.insert(Insert([a, b], NOW)))
+        call(records.update(Update(NS, a.record.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=2),
+                                   new_a, "m", content_hash("alpha revised"), tuple(terms("alpha revised")))))
+        call(records.delete(NS, b.record.memory_id, NOW + timedelta(hours=2)))
+        ids = [a.record.memory_id, b.record.memory_id, plain.memory_id, "no-such-memory"]
+        found = call(records.history(NS, ids, "m"))
+        assert {i: [(r.version, r.content, None if v is None else v.tolist()) for r, v in versions]
+                for i, versions in found.items()} == {
+            a.record.memory_id: [(1, "alpha fact", old_a.tolist()), (2, "alpha revised", new_a.tolist())],
+            b.record.memory_id: [(1, "beta fact", old_b.tolist())],
+            plain.memory_id: [(1, "gamma fact", None)]}
+        assert {i: [v for _, v in versions] for i, versions in call(records.history(NS, ids, "other")).items()} == {
+            a.record.memory_id: [None, None], b.record.memory_id: [None], plain.memory_id: [None]}
+
     def test_purge_removes_the_memory_its_versions_and_its_tombstone(self, records: Any) -> None:
         a, b = self._insert(records, "alpha fact", "beta fact")
         call(records.update(Update(NS, a.memory_id, {"content": "alpha revised"}, None, NOW + timedelta(hours=1))))
         call(records.delete(NS, a.memory_id, NOW + timedelta(hours=2)))
         assert call(records.purge(NS, a.memory_id)) is True and call(records.purge(NS, b.memory_id)) is True
-        assert call(records.history(NS, a.memory_id)) == [] and call(records.history(NS, b.memory_id)) == []
+        assert call(records.history(NS, [a.memory_id, b.memory_id], None)) == {}
         assert call(records.as_of(NS, NOW + timedelta(hours=1), None, None, None)) == []
         assert call(records.purge(NS, a.memory_id)) is False
 

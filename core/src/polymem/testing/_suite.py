@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 import pytest
 
 import polymem
@@ -24,6 +25,7 @@ from polymem import (
     VersionConflictError,
 )
 
+from .. import _engine
 from . import FakeClock, RecordingEmbedder, call, local_embedder
 
 
@@ -866,18 +868,19 @@ class MemoryConformance:
                                                    as_of=then))] == [rec.memory_id]
         assert call(mem.list(user_id="ann", filter={"metadata.topic": "work"})) == []
 
-    def test_as_of_recall_ranks_as_ranking_every_version_current_then(self, mem: Any, clock: FakeClock) -> None:
-        """A recall `as_of` searches the memories unchanged since then and ranks only those changed
-        since in their past version; `valid_at` (what held then, here everything known then) still
-        ranks every version current then: both give the same hits, versions and order."""
-        self._as_of_ranks_as_every_version(mem, clock)
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then(self, mem: Any, clock: FakeClock,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+        """A recall `as_of` (or `valid_at`) searches the memories unchanged since then and ranks only
+        those changed since in their past version; with more of those than it searches past, every
+        version current then is ranked: each gives the same hits, versions and order."""
+        self._as_of_ranks_as_every_version(mem, clock, monkeypatch)
 
-    def test_as_of_recall_ranks_as_ranking_every_version_current_then_by_text(self, lexical: Any,
-                                                                              clock: FakeClock) -> None:
-        self._as_of_ranks_as_every_version(lexical, clock)
+    def test_as_of_recall_ranks_as_ranking_every_version_current_then_by_text(
+            self, lexical: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._as_of_ranks_as_every_version(lexical, clock, monkeypatch)
 
     @staticmethod
-    def _as_of_ranks_as_every_version(mem: Any, clock: FakeClock) -> None:
+    def _as_of_ranks_as_every_version(mem: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
         said = {text: call(mem.save(text, user_id="ann", category=category)) for text, category in [
             ("My favourite colour is blue", "preference"), ("I live in Paris near the river", "fact"),
             ("My dog is called Rex", "fact"), ("I drink green tea every morning", "preference"),
@@ -905,12 +908,15 @@ class MemoryConformance:
             for top_k, floor in ((10, None), (20, 0.0)):
                 options = {"user_id": "ann", "as_of": then, "top_k": top_k, "min_relevance": floor}
                 searched = call(mem.recall(question, **options))
-                ranked = call(mem.recall(question, valid_at=then, **options))
-                assert [(h.memory.memory_id, h.memory.version, h.memory.content) for h in searched] == [
-                    (h.memory.memory_id, h.memory.version, h.memory.content) for h in ranked], question
-                for part in ("similarity", "text_rank", "score"):
-                    assert [getattr(h, part) for h in searched] == pytest.approx(
-                        [getattr(h, part) for h in ranked], abs=1e-6), (question, part)
+                with monkeypatch.context() as patched:
+                    patched.setattr(_engine, "MAX_SEARCHED_PAST", 0)  # (a server in this process too)
+                    ranked = call(mem.recall(question, valid_at=then, **options))
+                for other in (ranked, call(mem.recall(question, valid_at=then, **options))):
+                    assert [(h.memory.memory_id, h.memory.version, h.memory.content) for h in searched] == [
+                        (h.memory.memory_id, h.memory.version, h.memory.content) for h in other], question
+                    for part in ("similarity", "text_rank", "score"):
+                        assert [getattr(h, part) for h in searched] == pytest.approx(
+                            [getattr(h, part) for h in other], abs=1e-6), (question, part)
 
     def test_a_recall_as_of_the_past_embeds_only_its_query(self, open_store: Any, clock: FakeClock) -> None:
         """Each version keeps the vector it had: an updated or deleted memory's earlier content is
@@ -927,6 +933,24 @@ class MemoryConformance:
             embedder.texts.clear()
             hits = call(mem.recall("my pets' names", user_id="ann", as_of=then))
             assert sorted(h.memory.content for h in hits) == ["My cat is called Tom", "My dog is called Rex"]
+            assert embedder.texts == ["my pets' names"]
+        finally:
+            call(mem.close())
+
+    def test_a_recall_valid_at_a_past_time_ranks_the_version_then_by_the_vector_it_kept(
+            self, open_store: Any, clock: FakeClock) -> None:
+        embedder = RecordingEmbedder(local_embedder())
+        mem = open_store(clock, embedder)
+        try:
+            dog = call(mem.save("My dog is called Rex", user_id="ann"))
+            then = clock.advance(days=1)
+            clock.advance(days=1)
+            call(mem.update(dog.memory_id, content="I gave my dog away"))
+            embedder.texts.clear()
+            hits = call(mem.recall("my pets' names", user_id="ann", valid_at=then))
+            assert [(h.memory.content, h.memory.version) for h in hits] == [("My dog is called Rex", 1)]
+            assert hits[0].similarity == pytest.approx(
+                float(np.dot(*local_embedder().embed(["My dog is called Rex", "my pets' names"]))), abs=1e-5)
             assert embedder.texts == ["my pets' names"]
         finally:
             call(mem.close())
@@ -997,6 +1021,36 @@ class MemoryConformance:
         assert (second.version, second.metadata) == (2, {"k": 1, "valid_from": moved.isoformat()})
         assert call(mem.get(first.memory_id, valid_at=datetime(2022, 1, 1, tzinfo=timezone.utc))).content == \
             "I live in Paris"
+
+    def test_a_recall_valid_at_can_return_what_a_list_valid_at_lists_each_in_its_version(
+            self, mem: Any, clock: FakeClock) -> None:
+        """A recall `valid_at=T` searches the memories whose present version held at T and reads
+        the history of the others alone (written since T, or declaring a validity): whatever it
+        ranks, with no threshold it returns the memories `list(valid_at=T)` lists, in their versions."""
+        start = clock.now
+        dog = call(mem.save("My dog is called Rex", user_id="ann"))
+        home = call(mem.save("I live in Paris", user_id="ann"))
+        call(mem.save("I work as a nurse", user_id="ann", valid_from=start - timedelta(days=400),
+                      valid_to=start + timedelta(days=20)))
+        call(mem.save("I studied in Rome", user_id="ann", valid_to=start + timedelta(days=5)))
+        call(mem.save("Bob likes football", user_id="bob"))
+        moved = clock.advance(days=10)
+        call(mem.update(home.memory_id, content="I live in Berlin now"))
+        car = call(mem.save("My car is red", user_id="ann"))
+        clock.advance(days=1)
+        call(mem.delete(car.memory_id))
+        call(mem.save("I drink green tea", user_id="ann"))
+        call(mem.update(dog.memory_id, content="My dog Rex is old now",
+                        metadata={"valid_from": (start + timedelta(days=2)).isoformat()}))
+        clock.advance(days=30)
+        for at in (start - timedelta(days=500), start - timedelta(days=100), start + timedelta(days=1),
+                   start + timedelta(days=3), start + timedelta(days=6), moved + timedelta(hours=1), clock.now):
+            listed = {(r.memory_id, r.version, r.content) for r in call(mem.list(user_id="ann", valid_at=at))}
+            recalled = {(h.memory.memory_id, h.memory.version, h.memory.content) for h in call(mem.recall(
+                "what do you know about me?", user_id="ann", valid_at=at, min_relevance=0, top_k=50))}
+            assert recalled == listed, at
+        assert {h.memory.content for h in call(mem.recall("Where do I live?", user_id="ann", min_relevance=0,
+                                                          valid_at=start + timedelta(days=6)))} >= {"I live in Paris"}
 
     # -- namespaces -------------------------------------------------------------------------
     # A memory is known by (namespace, memory_id): a namespace can be cloned into another of the

@@ -189,6 +189,8 @@ class MessageWindow(list[BaseMessage]):
         self._records.extend(self._history._append(new))
         super().extend(new)
 
+    # `list.__iadd__` takes any iterable and `list.__add__` a list: typeshed's own `list` ignores
+    # that mismatch, which mypy reports again on any override that keeps list's behaviour.
     def __iadd__(self, messages: Iterable[BaseMessage]) -> Self:  # type: ignore[override,misc]
         self.extend(messages)
         return self

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -46,9 +48,10 @@ def test_a_file_this_process_may_not_write_opens_read_only_by_itself(stored: Pat
     under root the store is opened as `nobody` (the file stays root's, 0644); otherwise by the modes."""
     as_root = os.geteuid() == 0
     if as_root:
-        os.chmod(stored.parent, 0o755)
-        for parent in stored.parents:
-            os.chmod(parent, os.stat(parent).st_mode | 0o005)
+        # a folder `nobody` can reach: not under pytest's own, which another pytest run resets to 0700
+        folder = Path(tempfile.mkdtemp(prefix="polymem-read-only-"))
+        stored = Path(shutil.copy(stored, folder / stored.name))
+        os.chmod(folder, 0o755)
     else:
         os.chmod(stored, 0o444)
         os.chmod(stored.parent, 0o555)
@@ -68,5 +71,7 @@ def test_a_file_this_process_may_not_write_opens_read_only_by_itself(stored: Pat
                              env={**os.environ, "POLYMEM_DATA_DIR": "/tmp"})
     finally:
         os.chmod(stored.parent, 0o755)
+        if as_root:
+            shutil.rmtree(stored.parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["['I like blue'] True", "refused"]

@@ -1,6 +1,7 @@
-"""A recall `valid_at=T` ranks what held in the world at T without reading every memory's history:
-the store's search answers for the memories whose present version held then, and only those
-written since T or declaring a validity of their own are read in their version of T."""
+"""A recall or a list `valid_at=T` (or `as_of=T`) gives what held in the world at T without reading
+every memory's version of T: the store's search (or list) answers for the memories whose present
+version held then, and only those written since T or declaring a validity of their own are read
+in their version of T."""
 
 from __future__ import annotations
 
@@ -104,3 +105,26 @@ def test_a_version_declared_to_hold_later_gives_way_to_the_one_before_it(store: 
     assert "I drink black coffee now" not in early and "Note 5 about Paris and day 5" in early
     assert "I drink black coffee now" in late and "Note 5 about Paris and day 5" not in late
     assert early["Note 5 about Paris and day 5"] == late["I drink black coffee now"]
+
+
+@pytest.mark.parametrize("options", [{"valid_at": "late"}, {"as_of": "late"}, {"valid_at": "early", "as_of": "late"}])
+def test_a_past_list_reads_only_the_memories_written_since_or_declaring_a_validity(
+        store: Any, monkeypatch: pytest.MonkeyPatch, options: dict[str, str]) -> None:
+    mem, times = store
+    asked = {key: times[name] for key, name in options.items()}
+    with monkeypatch.context() as patched:
+        patched.setattr(_engine, "MAX_SEARCHED_PAST", 0)  # every memory read in its version of T
+        every_version = mem.list(user_id="ann", limit=7, offset=3, **asked)
+    backend = mem.backend
+    reads: list[tuple[Any, bool]] = []
+    as_of = backend.as_of
+
+    def recording(namespace: str, at: datetime, user_id: str | None, memory_ids: Any, model_id: str | None,
+                  changed_only: bool = False) -> Any:
+        reads.append((memory_ids, changed_only))
+        return as_of(namespace, at, user_id, memory_ids, model_id, changed_only)
+
+    monkeypatch.setattr(backend, "as_of", recording)
+    listed = mem.list(user_id="ann", limit=7, offset=3, **asked)
+    assert reads and all(changed_only or ids is not None for ids, changed_only in reads)
+    assert [(r.memory_id, r.version) for r in listed] == [(r.memory_id, r.version) for r in every_version]

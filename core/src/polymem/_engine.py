@@ -170,6 +170,9 @@ DEFAULT_REWRITES = 2
 """The variants a store with a query rewriter searches unless a recall says otherwise."""
 # A recall `as_of` searches past up to this many memories written since (see `_past_candidates`).
 MAX_SEARCHED_PAST = 5000
+# A past list (`_past_newest`) reads every memory as old as the last one it needs, up to this many
+# (memories imported in one batch share their time); more, and it reads the whole scope.
+MAX_TIED = 20_000
 LAZY_EMBED_BATCH = 64
 """Memories without a vector a recall embeds at most (its latency stays bounded: ~0.2 s on torch)."""
 DEFAULT_MAX_CONTENT_CHARS = 4_000_000
@@ -610,10 +613,13 @@ class Engine:
 
             compile_filter(filter)  # validate before any work
             known_at = self.clock() if as_of is None else require_aware(as_of, "as_of")
-            kept = yield from self._as_of(known_at, user_id, agent_id, category, filter, status,
-                                          valid_at=None if valid_at is None else require_aware(valid_at, "valid_at"))
-            visible = yield from self._visible([r for r, _ in kept], include_quarantined, classify=False)
-            return visible[offset:offset + limit]
+            valid_at = None if valid_at is None else require_aware(valid_at, "valid_at")
+            newest = yield from self._past_newest(known_at, valid_at, user_id, agent_id, category, filter, status,
+                                                  offset + limit, include_quarantined)
+            if newest is None:
+                kept = yield from self._as_of(known_at, user_id, agent_id, category, filter, status, valid_at=valid_at)
+                newest = yield from self._visible([r for r, _ in kept], include_quarantined, classify=False)
+            return newest[offset:offset + limit]
         if status == "active":  # an expired memory is no longer live, whatever consolidation has done yet
             filter = {**(filter or {}), "expire_at": {"$gt": self.clock()}}
         if include_quarantined is not True:
@@ -625,6 +631,52 @@ class Engine:
         # The filter did the guard's work; what it could not (a caller's own condition on the same
         # field) is left out here. The verdict stored at write time stands: no classifying per row.
         return (yield from self._visible(found, include_quarantined, classify=False))
+
+    def _past_newest(self, known_at: datetime, valid_at: datetime | None, user_id: str | None,
+                     agent_id: str | None, category: str | None, filter: dict[str, Any] | None, status: str | None,
+                     wanted: int, include_quarantined: Any) -> Plan:
+        """The newest `wanted` memories in scope as they stood at `known_at` (with `valid_at`, as
+        they held in the world then) that the read guard shows, in `_as_of`'s order; or None where
+        reading every memory of the scope is needed to tell (then `_as_of` does).
+
+        As a past recall (`_past_candidates`): the memories unchanged since (`_unsettled`) are
+        listed by the store, newest first, and only the others are read in their version of then."""
+        unsettled = None if filter and "expire_at" in filter else (yield from self._unsettled(known_at, valid_at,
+                                                                                               user_id))
+        if unsettled is None or len(unsettled[0]) > MAX_SEARCHED_PAST:
+            return None
+        since, read_since = unsettled
+        changed = yield from self._as_of(known_at, user_id, agent_id, category, filter, status, None, valid_at,
+                                         changed_only=True)
+        others = since - read_since  # unchanged since `known_at`, another version held at `valid_at`
+        held_then = {r.memory_id: r for r, _ in (yield from self._as_of(
+            known_at, user_id, agent_id, category, filter, status, None, valid_at, memory_ids=sorted(others)))} \
+            if others else {}
+        bounded = _bounded(filter, "updated_at", known_at)
+        if valid_at is not None and valid_at < known_at:
+            bounded = _bounded(bounded, "created_at", valid_at)
+        if status == "active":  # (as `_as_of` judges expiry: at `known_at`)
+            bounded["expire_at"] = {"$gt": known_at}
+        fetch = wanted + len(since)
+        rows = yield ListRecords(self.namespace, user_id, agent_id, category, bounded, status, fetch, 0)
+        complete = len(rows) < fetch  # every unchanged memory in scope was listed
+        if not complete:  # a memory not listed is no newer than the last: those as old are listed too
+            oldest = rows[-1].created_at
+            ties = yield ListRecords(self.namespace, user_id, agent_id, category,
+                                     {**bounded, "created_at": {"$eq": oldest}}, status, MAX_TIED + 1, 0)
+            if len(ties) > MAX_TIED:
+                return None
+            rows = [r for r in rows if r.created_at > oldest] + ties
+        # `_as_of`'s order before its sort: the unchanged oldest first among equal times (those that
+        # held another version then in its place), then those changed since
+        merged = [r if r.memory_id not in others else held_then.pop(r.memory_id, None) for r in reversed(rows)]
+        merged = [r for r in merged if r is not None] + [*held_then.values()] + [r for r, _ in changed]
+        merged.sort(key=lambda r: r.created_at, reverse=True)
+        shown = yield from self._visible(merged, include_quarantined, classify=False)
+        if complete:
+            return shown
+        sure = [r for r in shown if r.created_at >= oldest]
+        return sure if len(sure) >= wanted else None
 
     def _guard_filter(self, filter: dict[str, Any] | None, status: str | None) -> Plan:
         """`filter` with the read guard pushed down: no quarantined or flagged memory, no blocked source."""

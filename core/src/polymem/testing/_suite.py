@@ -937,6 +937,33 @@ class MemoryConformance:
         finally:
             call(mem.close())
 
+    def test_a_past_list_pages_as_reading_every_version_current_then(
+            self, mem: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`list(as_of=T)` and `list(valid_at=T)` list the memories unchanged since by the store and
+        read only the others; every page is the one reading every memory's version of T gives, in
+        the same order (memories saved together share their time)."""
+        first = call(mem.save_many([MemoryDraft(f"Batch note {i}") for i in range(12)], user_id="ann"))
+        clock.advance(hours=1)
+        alone = [call(mem.save(f"Single note {i}", user_id="ann")) for i in range(5)]
+        call(mem.save("I studied in Rome", user_id="ann", valid_to=clock.now + timedelta(days=1)))
+        then = clock.advance(days=2)
+        call(mem.update(first[3].memory_id, content="Batch note 3, revised"))
+        call(mem.update(alone[1].memory_id, content="Single note 1, revised"))
+        call(mem.delete(first[7].memory_id))
+        call(mem.save_many([MemoryDraft(f"Later note {i}") for i in range(4)], user_id="ann"))
+        clock.advance(days=1)
+        pages = [(limit, offset) for limit in (1, 3, 7, 40) for offset in (0, 2, 5, 11, 16, 30)]
+        for options in ({"as_of": then}, {"valid_at": then}, {"valid_at": then - timedelta(hours=1)},
+                        {"valid_at": then, "as_of": then}, {"as_of": then, "status": None}):
+            listed = {page: [(r.memory_id, r.version) for r in call(mem.list(user_id="ann", limit=page[0],
+                                                                             offset=page[1], **options))]
+                      for page in pages}
+            with monkeypatch.context() as patched:
+                patched.setattr(_engine, "MAX_SEARCHED_PAST", 0)  # every memory's version of T read
+                for page in pages:
+                    assert listed[page] == [(r.memory_id, r.version) for r in call(mem.list(
+                        user_id="ann", limit=page[0], offset=page[1], **options))], (options, page)
+
     def test_a_recall_valid_at_a_past_time_ranks_the_version_then_by_the_vector_it_kept(
             self, open_store: Any, clock: FakeClock) -> None:
         embedder = RecordingEmbedder(local_embedder())

@@ -29,7 +29,7 @@ from functools import lru_cache
 from itertools import islice, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlencode
 
 import numpy as np
@@ -449,6 +449,17 @@ GATHER_BELOW = 16
 # 5k rows, an eighth 0.16 against 0.41 ms, a quarter 0.32 / 0.36, a third 0.49 / 0.40; 20k, a
 # quarter 1.36 / 1.54, a third 1.59 / 1.38; 40k, a quarter 4.8 / 5.5.
 SHORTLIST_GATHER_BELOW = 4
+
+
+_Kept = TypeVar("_Kept", bound=tuple[Any, ...])
+
+
+def _up_to(version: int, kept: Sequence[_Kept]) -> tuple[builtins.list[_Kept], _Kept | None]:
+    """Of a memory's kept versions (rows whose first field is the version number, in order), those
+    before `version` and the one of `version` itself, if kept: a memory's present version is its
+    kept record where there is one (so a snapshot round-trips exactly), else its row."""
+    earlier = [row for row in kept if row[0] < version]
+    return earlier, next((row for row in kept if row[0] == version), None)
 
 
 class _RowDirectory:
@@ -1344,10 +1355,10 @@ class SQLiteBackend(Backend):
         """Every version of a memory as a dict, oldest first; the current one is its stored
         record when there is one (so a snapshot round-trips exactly), else the row."""
         rows = conn.execute("SELECT version, record FROM memory_versions WHERE namespace = ? AND memory_id = ? "
-                            "AND version <= ? ORDER BY version",
-                            (current.namespace, current.memory_id, current.version)).fetchall()
-        stored = [json.loads(r[1]) for r in rows]
-        return stored if rows and rows[-1][0] == current.version else [*stored, current.to_dict()]
+                            "ORDER BY version", (current.namespace, current.memory_id)).fetchall()
+        earlier, kept_current = _up_to(current.version, rows)
+        return [json.loads(r) for _, r in earlier] + [current.to_dict() if kept_current is None
+                                                      else json.loads(kept_current[1])]
 
     def _check_dimension(self, conn: sqlite3.Connection, model_id: str | None,
                          vectors: Iterable[np.ndarray | None]) -> None:
@@ -1572,12 +1583,11 @@ class SQLiteBackend(Backend):
                     # as `_versions`: the present one is its kept record where there is one, else the row
                     present, vector = _row_to_record(row[:19]), vector_of(row[19], row[16])
                     live.add(present.memory_id)
-                    earlier = [(v, r, b, m) for v, r, b, m in kept.get(present.memory_id, []) if v <= present.version]
-                    versions = [(MemoryRecord.from_dict(json.loads(r)), vector_of(b, m)) for v, r, b, m in earlier
-                                if v < present.version]
-                    last = MemoryRecord.from_dict(json.loads(earlier[-1][1])) \
-                        if earlier and earlier[-1][0] == present.version else present
-                    out[present.memory_id] = [*versions, (last, vector)]
+                    earlier, kept_present = _up_to(present.version, kept.get(present.memory_id, []))
+                    out[present.memory_id] = [
+                        *((MemoryRecord.from_dict(json.loads(r)), vector_of(b, m)) for _, r, b, m in earlier),
+                        (present if kept_present is None else MemoryRecord.from_dict(json.loads(kept_present[1])),
+                         vector)]
                 if deleted := [m for m in chunk if m not in live and m in kept]:
                     for (memory_id,) in conn.execute(
                             f"SELECT memory_id FROM memory_tombstones WHERE namespace = ? "

@@ -809,7 +809,7 @@ class Recall(Operation[RecallResult]):
     query: Query = Field(kw_only=False, description="What to look for, in natural language.")
     user_id: str | None = Field(description="Whose memories (None: every user the caller may read).")
     agent_id: str | None = Field(default=None, description="Only memories this agent wrote.")
-    top_k: TopK = Field(10, description="How many memories at most.")
+    top_k: TopK = Field(default=10, description="How many memories at most.")
     category: str | None = Field(default=None, description="Only this category.")
     filter: Filter = None
     query_vector: Sequence[float] | None = Field(default=None, description="Replaces the query's embedding.")

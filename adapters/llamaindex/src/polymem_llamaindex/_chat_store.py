@@ -117,6 +117,8 @@ class PolymemChatStore(PolymemBound, BaseChatStore):
     ['I live in Lyon.']
     """
 
+    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
+
     @classmethod
     def class_name(cls) -> str:
         return "PolymemChatStore"
@@ -222,6 +224,8 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
     >>> [m.content for m in memory.get()]
     ['hello']
     """
+
+    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
 
     @classmethod
     def class_name(cls) -> str:

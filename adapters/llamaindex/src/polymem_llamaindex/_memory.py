@@ -39,6 +39,8 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
     True
     """
 
+    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
+
     name: str = Field(default="polymem", description="The block's name in the memory template.")
     priority: int = Field(default=1, description="Truncated (weakest memories first) before chat history.")
     top_k: int = Field(default=5, description="How many memories to recall per get.")

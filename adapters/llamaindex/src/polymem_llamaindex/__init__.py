@@ -24,6 +24,9 @@ Importing this package also registers `PolymemChatStore` with LlamaIndex's chat
 store loader, so a plain `ChatMemoryBuffer` on it survives `to_dict`/`from_dict`.
 """
 
+from typing import cast
+
+from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.loading import RECOGNIZED_CHAT_STORES
 
 from ._chat_store import PolymemAsyncChatStore, PolymemChatStore
@@ -37,7 +40,8 @@ from ._plugins import (
     LlamaIndexSummarizer,
 )
 
-RECOGNIZED_CHAT_STORES.setdefault(PolymemChatStore.class_name(), PolymemChatStore)
+# (`load_chat_store` rebuilds any chat store it names; its registry is typed for the one it ships)
+cast("dict[str, type[BaseChatStore]]", RECOGNIZED_CHAT_STORES).setdefault(PolymemChatStore.class_name(), PolymemChatStore)
 
 __version__ = "0.1.0"
 

@@ -83,7 +83,7 @@ class PolymemBound(BaseModel):
     user_id: str | None = Field(default=None, description="Whose conversations these are.")
     agent_id: str | None = Field(default=None, description="Which agent writes them.")
 
-    _store: Any = PrivateAttr(default=None)
+    _store: Store = PrivateAttr()
 
     def __init__(self, memory: Store | str | None = None, /, **data: Any) -> None:
         store = resolve_store(memory, data.get("url"), data.get("namespace"))
@@ -117,7 +117,9 @@ class PolymemChatStore(PolymemBound, BaseChatStore):
     ['I live in Lyon.']
     """
 
-    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
+    def __init__(self, memory: Store | str | None = None, /, **data: Any) -> None:
+        # (a class of its own: a type checker would take a pydantic class's fields for its constructor)
+        super().__init__(memory, **data)
 
     @classmethod
     def class_name(cls) -> str:
@@ -225,7 +227,9 @@ class PolymemAsyncChatStore(PolymemBound, AsyncDBChatStore):
     ['hello']
     """
 
-    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
+    def __init__(self, memory: Store | str | None = None, /, **data: Any) -> None:
+        # (a class of its own: a type checker would take a pydantic class's fields for its constructor)
+        super().__init__(memory, **data)
 
     @classmethod
     def class_name(cls) -> str:
@@ -347,12 +351,13 @@ def _delete_at(ses: ops.SessionSpec, idx: int) -> Plan[ChatMessage | None]:
 
 def _by_status(ses: ops.SessionSpec, status: MessageStatus | None) -> Plan[list[Message]]:
     if status == MessageStatus.ACTIVE:
-        return (yield ops.SessionMessages.bind(ses))
-    transcript = yield ops.SessionTranscript.bind(ses)
+        window: list[Message] = yield ops.SessionMessages.bind(ses)
+        return window
+    transcript: list[Message] = yield ops.SessionTranscript.bind(ses)
     if status is None:
         return transcript
-    window = yield ops.SessionMessages.bind(ses)
-    active = {m.message_id for m in window}
+    in_window: list[Message] = yield ops.SessionMessages.bind(ses)
+    active = {m.message_id for m in in_window}
     return [m for m in transcript if m.message_id not in active]
 
 

@@ -39,7 +39,9 @@ class PolymemMemoryBlock(PolymemBound, BaseMemoryBlock[str]):
     True
     """
 
-    __init__ = PolymemBound.__init__  # (what a type checker takes for the constructor: not the fields)
+    def __init__(self, memory: Store | str | None = None, /, **data: Any) -> None:
+        # (a class of its own: a type checker would take a pydantic class's fields for its constructor)
+        super().__init__(memory, **data)
 
     name: str = Field(default="polymem", description="The block's name in the memory template.")
     priority: int = Field(default=1, description="Truncated (weakest memories first) before chat history.")
@@ -107,7 +109,7 @@ class PolymemMemory(ChatMemoryBuffer):
         chat_store: BaseChatStore | None = None,
         chat_store_key: str = DEFAULT_CHAT_STORE_KEY,
         token_limit: int | None = None,
-        tokenizer_fn: Callable[[str], list] | None = None,
+        tokenizer_fn: Callable[[str], list[Any]] | None = None,
         *,
         memory: Store | str | None = None,
         user_id: str | None = None,
@@ -119,17 +121,17 @@ class PolymemMemory(ChatMemoryBuffer):
         """`ChatMemoryBuffer.from_defaults`, plus the polymem store (`memory`: a store or its URL)
         and whose conversation it is (`user_id`, `agent_id`). Without a store or a
         `PolymemChatStore`, polymem's default store (`polymem.open()`) is used."""
-        if chat_store is not None and not isinstance(chat_store, PolymemChatStore):
-            raise TypeError(
-                f"PolymemMemory keeps its messages in a PolymemChatStore, not a {type(chat_store).__name__}; "
-                "pass memory=polymem.open(...) instead"
-            )
         if chat_store is None:
             if memory is None:
                 import polymem
 
                 memory = polymem.open()
             chat_store = PolymemChatStore(memory, user_id=user_id, agent_id=agent_id)
+        elif not isinstance(chat_store, PolymemChatStore):
+            raise TypeError(
+                f"PolymemMemory keeps its messages in a PolymemChatStore, not a {type(chat_store).__name__}; "
+                "pass memory=polymem.open(...) instead"
+            )
         buffer = super().from_defaults(
             chat_history=chat_history,
             llm=llm,
@@ -210,7 +212,8 @@ def _not_in(hits: list[RecallHit], window: list[ChatMessage]) -> list[RecallHit]
 
 
 def _recall(query: str, user_id: str | None, top_k: int) -> Plan[list[RecallHit]]:
-    return (yield ops.Recall.bind(query, user_id=user_id, top_k=top_k))
+    hits: list[RecallHit] = yield ops.Recall.bind(query, user_id=user_id, top_k=top_k)
+    return hits
 
 
 def _ingest(owner: PolymemBound, messages: list[ChatMessage], session_id: str | None) -> Plan[Any]:

@@ -67,12 +67,11 @@ class PolymemChatCompletion(ChatCompletionClientBase):
         header: str = DEFAULT_HEADER,
         service_id: str | None = None,
     ) -> None:
-        super().__init__(
-            ai_model_id=inner_service.ai_model_id,
-            service_id=service_id or inner_service.service_id,
-            instruction_role=inner_service.instruction_role,
-            inner_service=inner_service,
-        )
+        # this class's fields: the base's typed constructor knows only its own
+        fields: dict[str, Any] = {"ai_model_id": inner_service.ai_model_id,
+                                  "service_id": service_id or inner_service.service_id,
+                                  "instruction_role": inner_service.instruction_role, "inner_service": inner_service}
+        super().__init__(**fields)
         self._store = store.to_async()  # any store: its async form
         self._user_id = user_id
         self._agent_id = agent_id

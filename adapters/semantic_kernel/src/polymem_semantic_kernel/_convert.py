@@ -161,11 +161,14 @@ def _dump_item(item: Any) -> dict[str, Any]:
         data = item.model_dump(mode="python", exclude={"data_uri"})
         data["uri"] = str(item.uri) if item.uri is not None else None
         if item._data_uri is not None:  # what `can_read` says; semantic-kernel 1.28 has no `can_read`
-            data["data_base64"] = base64.b64encode(item.data).decode("ascii")
+            raw = item.data if isinstance(item.data, bytes) else item.data.tobytes()
+            data["data_base64"] = base64.b64encode(raw).decode("ascii")
             data["mime_type"] = item.mime_type
             data["data_format"] = item._data_uri.data_format if item._data_uri else None
-        return to_jsonable_python(data, fallback=str)
-    return to_jsonable_python(item.model_dump(mode="python"), fallback=str)
+        dumped: dict[str, Any] = to_jsonable_python(data, fallback=str)
+        return dumped
+    dumped = to_jsonable_python(item.model_dump(mode="python"), fallback=str)
+    return dumped
 
 
 def _dump_result(item: FunctionResultContent) -> dict[str, Any]:

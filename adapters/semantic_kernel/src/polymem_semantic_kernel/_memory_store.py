@@ -213,7 +213,7 @@ class PolymemMemoryStore(MemoryStoreBase):
         vectors = await self._vectors([m.memory_id for m, _ in hits]) if with_embeddings else {}
         return [(to_sk_record(memory, vectors.get(memory.memory_id)), score) for memory, score in hits]
 
-    async def get_nearest_match(
+    async def get_nearest_match(  # type: ignore[override]  # (None when nothing matches, as SK's own stores return)
         self,
         collection_name: str,
         embedding: np.ndarray,

@@ -139,7 +139,7 @@ async def run_autogen(mem: polymem.Memory, spec: dict[str, Any]) -> list[dict[st
             injected = [m.content for m in client.create_calls[0]["messages"]
                         if isinstance(m, SystemMessage) and m.content.startswith("Relevant memories")]
             out.append({"user": user, "query": query, "injected": _lines(injected),
-                        "reply": str(result.messages[-1].content)})
+                        "reply": result.messages[-1].to_text()})
     return out
 
 

@@ -19,7 +19,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from semantic_kernel.agents import ChatCompletionAgent
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
-from semantic_kernel.contents import ChatHistory, ChatMessageContent
+from semantic_kernel.contents import AuthorRole, ChatHistory, ChatMessageContent
 
 import polymem
 import polymem_autogen
@@ -44,7 +44,7 @@ class SeeingService(ChatCompletionClientBase):  # a Semantic Kernel model that n
     async def _inner_get_chat_message_contents(self, chat_history: ChatHistory,
                                                settings: PromptExecutionSettings) -> list[ChatMessageContent]:
         saw["Semantic Kernel"] = [str(m.content) for m in chat_history.messages if "memories" in str(m.content)]
-        return [ChatMessageContent(role="assistant", content="(Semantic Kernel's answer)")]
+        return [ChatMessageContent(role=AuthorRole.ASSISTANT, content="(Semantic Kernel's answer)")]
 
 
 def seeing_llm(messages: Sequence[ChatMessage], **_: Any) -> ChatMessage:  # the same, for LlamaIndex

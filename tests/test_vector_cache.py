@@ -328,9 +328,34 @@ def test_a_row_counted_without_a_vector_and_read_with_one_is_no_longer_foreign()
     cache = _sqlite._VectorCache(VectorTable.model_id, 0, {7: "default"}, 0)
     vector = unit_vectors(1, seed=7)[0].tobytes()
     cache.load([[(7, "default", "u", None, "fact", "active", None, VectorTable.model_id, vector, 0.5, 1_000_000,
-                  None, 0)]], "default", "u", False)
+                  None, 0)]], "default", "u", False, {"u": 1})
     assert cache.foreign == {} and cache.foreign_counts["default"] == 0
     assert cache.blocks[("default", "u")].size == 1
+
+
+def test_a_scope_read_in_many_chunks_makes_each_users_arrays_once_and_as_large_as_their_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A namespace's first read counts each user's rows first: a user's block is made that large
+    when its first rows come, not doubled as the next chunks come (which copied every row so far)."""
+    mem = polymem.open(f"sqlite:///{tmp_path / 'm.db'}", embedder=VectorTable(), clock=FakeClock())
+    sizes = {"ann": 300, "bo": 130, "cy": 7}
+    for seed, (user, size) in enumerate(sizes.items()):
+        mem.save_many([polymem.MemoryDraft(f"{user} memory {i}") for i in range(size)], user_id=user,
+                      vectors=unit_vectors(size, seed))
+    mem.save("archived, not read", user_id="ann", vector=unit_vectors(1, 99)[0])
+    mem.set_status(mem.list(user_id="ann", limit=1)[0].memory_id, "archived")
+    monkeypatch.setattr(_sqlite, "LOAD_ROWS", 64)  # 437 rows in 7 chunks
+    grown: list[tuple[str | None, int]] = []
+    grow = _sqlite._ScopeBlock._grow
+    monkeypatch.setattr(_sqlite._ScopeBlock, "_grow",
+                        lambda block, dimension, needed: (grown.append((block.scope[1], needed)),
+                                                          grow(block, dimension, needed))[1])
+    assert mem.nearest(unit_vectors(1, 5)[0], user_id=None, top_k=3)
+    blocks = {key[1]: block for cache in mem.backend._caches.values() for key, block in cache.blocks.items()}
+    assert {user: (block.size, len(block.rowids)) for user, block in blocks.items()} == \
+        {"ann": (300, 300), "bo": (130, 130), "cy": (7, 64)}  # (64: the least a block is made for)
+    assert sorted(user for user, _ in grown) == ["ann", "bo", "cy"]
+    mem.close()
 
 
 def test_a_closed_store_lets_go_of_its_vectors_at_once(tmp_path: Path) -> None:

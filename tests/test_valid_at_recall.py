@@ -128,3 +128,22 @@ def test_a_past_list_reads_only_the_memories_written_since_or_declaring_a_validi
     listed = mem.list(user_id="ann", limit=7, offset=3, **asked)
     assert reads and all(changed_only or ids is not None for ids, changed_only in reads)
     assert [(r.memory_id, r.version) for r in listed] == [(r.memory_id, r.version) for r in every_version]
+
+
+@pytest.mark.parametrize("user_id", ["ann", None])
+def test_the_memories_declaring_a_validity_are_found_through_their_indexes_not_by_reading_the_scope(
+        store: Any, user_id: str | None) -> None:
+    mem, times = store
+    statements: list[str] = []
+    mem.backend._conn.set_trace_callback(statements.append)
+    try:
+        hits = mem.recall("Where do I live?", user_id=user_id, valid_at=times["early"])
+    finally:
+        mem.backend._conn.set_trace_callback(None)
+    assert "I live in Paris" in [h.memory.content for h in hits]
+    declared = [s for s in statements if "valid_from" in s or "valid_to" in s]
+    assert len(declared) == 2
+    for statement in declared:
+        plan = " ".join(row[3] for row in mem.backend._conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        key = "valid_from" if "valid_from" in statement else "valid_to"
+        assert f"USING INDEX memories_{key}" in plan, plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -391,6 +392,26 @@ def test_a_memory_saved_after_the_build_is_found_by_a_recall_over_every_user(tmp
     assert scope.build_seconds is None  # read from its file, not built again
     assert reopened.nearest(newcomer, user_id=None, top_k=1)[0][0].content == "written by another store, for a new user"
     reopened.close()
+
+
+def test_a_row_proposed_twice_over_every_user_is_measured_once(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    vectors = clustered(ROWS, seed=30)
+    mem, ids = spread(db, vectors, users=3)
+    other, _ = spread(db, vectors[:50], users=1, namespace="other")
+    scope = span_indexed(mem)
+    mem.update(ids[8], content="re-embedded: the index holds its old entry and its new one")
+    with sqlite3.connect(db) as conn:
+        rowid = {memory_id: r for memory_id, r in conn.execute("SELECT memory_id, rowid FROM memories")}
+        foreign = conn.execute("SELECT rowid FROM memories WHERE namespace = 'other'").fetchone()[0]
+    proposed = np.array([rowid[ids[8]], rowid[ids[9]], rowid[ids[8]], -1, foreign, rowid[ids[9]]], dtype=np.int64)
+    found, _, _ = scope.rows._places(proposed)
+    assert found.tolist() == [rowid[ids[8]], rowid[ids[9]]]
+    query = np.array(VectorTable().embed(["anything"])[0], dtype=np.float32)
+    nearest = [record.memory_id for record, _ in mem.nearest(query, user_id=None, top_k=10)]
+    assert nearest[0] == ids[8] and len(set(nearest)) == 10
+    mem.close()
+    other.close()
 
 
 def test_a_recall_over_every_user_never_returns_an_expired_memory(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,19 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """all-MiniLM-L6-v2 exported to ONNX int8 once per test run (takes a minute)."""
     return export_onnx_model(tmp_path_factory.mktemp("onnx"))
+
+
+@pytest.fixture(scope="session")
+def user_mypy() -> Callable[..., tuple[str, str, int]]:
+    """mypy over a user's module (its path, then mypy's options), strict, with the repository's
+    settings and cache (`make test` has just checked polymem with them: only the user's module is
+    analysed again): (stdout, stderr, exit status)."""
+    from mypy import api as mypy_api
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(user_code: Path, *options: str) -> tuple[str, str, int]:
+        return mypy_api.run([str(user_code), "--config-file", str(root / "pyproject.toml"),
+                             "--cache-dir", str(root / ".mypy_cache"), *options])
+
+    return run

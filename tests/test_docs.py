@@ -332,3 +332,25 @@ if __name__ == "__main__":  # `python tests/test_docs.py`: the count of document
           f"{len(skipped)} marked not run:")
     for block in skipped:
         print(f"  {block}: {block.not_run}")
+
+
+def _page_module(page: Path) -> str | None:
+    """A page's Python as one module of a reader's, its blocks in the order the page runs them
+    (`test_docs`); the model a reader brings (`STAND_INS`) is theirs, of a type polymem does not know."""
+    code = [block for block in blocks(page) if block.lang == "python" and block.not_run is None]
+    if not code:
+        return None
+    body = "\n".join(f"# {block}\n{block.body}" for block in code)
+    brought = [f"{name}: Any" for name in STAND_INS if re.search(rf"\b{name}\b", body)]
+    return "\n".join(["from typing import Any", *brought, body])
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if _page_module(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_python_of_each_page_type_checks_as_a_readers_module(page: Path, tmp_path: Path,
+                                                                  user_mypy: Callable[..., tuple[str, str, int]]) -> None:
+    # (top-level `await`, as a notebook or `python -m asyncio` takes it; a name a later block binds
+    # again is the page's next example, as a reader copying one block sees it)
+    user_code = tmp_path / f"{page.stem.replace('-', '_')}_page.py"
+    user_code.write_text(_page_module(page) or "")
+    out, err, status = user_mypy(user_code, "--disable-error-code", "top-level-await", "--allow-redefinition")
+    assert status == 0, out + err

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mypy import api as mypy_api
 
 import polymem
 from polymem._surface import AsyncOperation, AsyncSessionOperation, SyncOperation, SyncSessionOperation
@@ -22,13 +22,6 @@ STORES = {"Memory": (polymem.Memory, SyncOperation, "polymem.Memory"),
           "AsyncMemory": (polymem.AsyncMemory, AsyncOperation, "polymem.AsyncMemory"),
           "Session": (polymem.Session, SyncSessionOperation, "polymem.Session"),
           "AsyncSession": (polymem.AsyncSession, AsyncSessionOperation, "polymem.AsyncSession")}
-
-
-def _mypy(user_code: Path) -> tuple[str, str, int]:
-    """mypy over a user's module, strict, with the repository's settings and cache (`make test`
-    has just checked polymem with them: only the user's module is analysed again)."""
-    return mypy_api.run([str(user_code), "--config-file", str(ROOT / "pyproject.toml"),
-                         "--cache-dir", str(ROOT / ".mypy_cache")])
 
 
 def _methods() -> list[tuple[str, str]]:
@@ -58,14 +51,15 @@ def _parameters(revealed: str) -> dict[str, bool]:
 
 
 @pytest.fixture(scope="module")
-def revealed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], str]:
+def revealed(tmp_path_factory: pytest.TempPathFactory,
+             user_mypy: Callable[..., tuple[str, str, int]]) -> dict[tuple[str, str], str]:
     folder = tmp_path_factory.mktemp("typed_surface")
     user_code = folder / "user_code.py"
     lines = ["import polymem", "",
              f"def look({', '.join(f'{store.lower()}: {STORES[store][2]}' for store in STORES)}) -> None:"]
     lines += [f"    reveal_type({store.lower()}.{name})" for store, name in _methods()]
     user_code.write_text("\n".join(lines) + "\n")
-    out, err, _ = _mypy(user_code)
+    out, err, _ = user_mypy(user_code)
     types = re.findall(r'Revealed type is "(.*)"', out)
     assert len(types) == len(_methods()), out + err
     return dict(zip(_methods(), types))
@@ -80,7 +74,7 @@ def test_a_type_checker_sees_each_parameter_and_whether_it_has_a_default(
     assert _parameters(revealed[(store, name)]) == expected, revealed[(store, name)]
 
 
-def test_a_recall_with_only_its_scope_type_checks(tmp_path: Path) -> None:
+def test_a_recall_with_only_its_scope_type_checks(tmp_path: Path, user_mypy: Callable[..., tuple[str, str, int]]) -> None:
     user_code = tmp_path / "recall.py"
     user_code.write_text(
         "import polymem\n\n"
@@ -88,12 +82,13 @@ def test_a_recall_with_only_its_scope_type_checks(tmp_path: Path) -> None:
         "    return [hit.memory.content for hit in mem.recall('tea', user_id='ann')]\n\n"
         "async def ask_async(mem: polymem.AsyncMemory) -> list[str]:\n"
         "    return [hit.memory.content for hit in await mem.recall('tea', user_id='ann')]\n")
-    out, err, status = _mypy(user_code)
+    out, err, status = user_mypy(user_code)
     assert status == 0, out + err
 
 
-def test_each_adapters_classes_built_as_its_readme_builds_them_type_check() -> None:
+def test_each_adapters_classes_built_as_its_readme_builds_them_type_check(user_mypy: Callable[..., tuple[str, str, int]]) -> None:
     # (a pydantic-based class takes its fields for its constructor in a type checker's eyes, unless it
     # names its own: LlamaIndex's classes take the store first, as their README shows)
-    out, err, status = _mypy(ROOT / "tests" / "data" / "typed" / "adapters_as_documented.py")
+    out, err, status = user_mypy(ROOT / "tests" / "data" / "typed" / "adapters_as_documented.py")
     assert status == 0, out + err
+

@@ -239,6 +239,15 @@ MIGRATIONS: builtins.list[str] = [
     ALTER TABLE polymem_memory_versions ADD COLUMN IF NOT EXISTS vector vector;
     ALTER TABLE polymem_memory_versions ADD COLUMN IF NOT EXISTS vector_model TEXT;
     """,
+    # 14: the memories declaring a validity of their own (metadata `valid_from` / `valid_to`), which
+    # a recall or list `valid_at` reads in their version of that time: found without reading the
+    # scope (the filter compiler writes the same condition for `$exists` of a plain key)
+    """
+    CREATE INDEX IF NOT EXISTS polymem_memories_valid_from ON polymem_memories (namespace, user_id, created_at)
+        WHERE metadata_j ? 'valid_from';
+    CREATE INDEX IF NOT EXISTS polymem_memories_valid_to ON polymem_memories (namespace, user_id, created_at)
+        WHERE metadata_j ? 'valid_to';
+    """,
 ]
 
 _MIGRATION_LOCK = 0x706F6C796D656D  # "polymem": one migrator at a time

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 import struct
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
@@ -307,6 +308,9 @@ def _compile_unheld(c: Condition, column: str, params: builtins.list[Any]) -> tu
     return (f"(jsonb_typeof({column}) = 'string' AND {column} {operator} %s::jsonb)", [*params, *params, json.dumps(prefix)])
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_]+")  # a metadata key SQL may hold as written
+
+
 def _compile_pg(c: Condition, alias: str) -> tuple[str, builtins.list[Any]]:
     op, kind = c.op, c.kind
     column = f"{alias}.{c.field}"
@@ -323,6 +327,10 @@ def _compile_pg(c: Condition, alias: str) -> tuple[str, builtins.list[Any]]:
             return f"cardinality({column}) {'>' if c.value else '='} 0", []
         if kind == "json":
             test = f"({column} IS NOT NULL AND {column} <> 'null'::jsonb)"
+            if c.value and len(c.path) == 1 and _PLAIN_KEY.fullmatch(c.path[0]):
+                # the key's presence, written out: the planner takes a partial index only for a
+                # query whose condition holds its own (`valid_at`'s memories declaring a validity)
+                return f"({alias}.metadata_j ? '{c.path[0]}' AND {test})", params * 2
             return (test if c.value else f"NOT COALESCE({test}, false)"), params * 2
         return f"{column} IS {'NOT ' if c.value else ''}NULL", []
     if op == "$contains":

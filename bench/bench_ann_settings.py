@@ -1,6 +1,7 @@
 """What the approximate index's settings cost and find, through the whole recall (#27 item 2):
-`_ann.PROBES` (cells a query reads) and `_ann.FETCH_MARGIN` (proposals measured exactly beyond
-those wanted), on a store `bench_alternatives.py --store-cache` kept.
+the cells a query reads (`_ann.PROBES`, first) and the proposals measured exactly beyond those
+wanted (`_ann.FETCH_MARGIN`, first), each index's own measure replaced by the setting, on a store
+`bench_alternatives.py --store-cache` kept.
 
     python bench/bench_alternatives.py --sizes 1000000 --users 100 --only polymem-sqlite --store-cache DIR
     python bench/bench_ann_settings.py --store-cache DIR --size 1000000 --users 100 --settings 32:128 32:48 24:48
@@ -124,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         store.warm(qtexts[0], qvecs[0])
 
         def use(setting: tuple[int, int]) -> None:
-            ann.PROBES, ann.FETCH_MARGIN = setting
+            """The setting in place of what each index measured when it was built (`_Calibration`)."""
+            probes, margin = setting
             for scope in mem.backend.indexes.scopes.values():
                 if scope.index is not None:
-                    scope.index.nprobe = ann.probes(scope.index.nlist)
+                    scope.index.nprobe = min(probes, scope.index.nlist)
+                    scope.cells_read, scope.margin = scope.index.nprobe, margin
 
         latencies: list[list[float]] = [[] for _ in settings]
         for i in range(n):

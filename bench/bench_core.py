@@ -10,7 +10,9 @@ whose vectors come from the real all-MiniLM-L6-v2 (a few thousand embedded
 once, then perturbed so every memory has its own vector), and prints a table.
 
 Then the fixed cost of a recall on other data: synthetic vectors in 200 clusters with wide noise
-(no shortlist prunes them well) and 8 random words per memory, in one user's scope; each query is
+(no shortlist prunes them well), and vectors drawn at random (no memory has near neighbours to
+speak of: the approximate index must read many cells to find them), 8 random words per memory,
+in one user's scope; each query is
 timed alternately through polymem's recall (query vector given, no embedding) and numpy's exact
 search over the same vectors (one matrix-vector product and a partial sort), in one process.
 numpy's BLAS runs on one thread (OMP_NUM_THREADS=1 unless set otherwise, before numpy is
@@ -78,7 +80,7 @@ def clustered(size: int, dim: int, rng: np.random.Generator, centres: np.ndarray
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-def synthetic(size: int, queries: int, dim: int = 384) -> tuple[float, ...]:
+def synthetic(size: int, queries: int, data: str, dim: int = 384) -> tuple[float, ...]:
     """(polymem p50, polymem p99, numpy p50, numpy p99, polymem CPU p50, numpy CPU p50 in ms, load,
     share of numpy's exact top 10 that polymem's vector search finds, seconds the scope's approximate
     index took to build or 0) of one-scope recall, alternated. CPU time is the process's (every
@@ -86,8 +88,11 @@ def synthetic(size: int, queries: int, dim: int = 384) -> tuple[float, ...]:
     rng = np.random.default_rng(size)
     words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), int(rng.integers(4, 9)))) for _ in range(5000)]
     centres = rng.normal(0, 1 / np.sqrt(dim), (200, dim))
-    vectors = clustered(size, dim, rng, centres)
-    asked = clustered(queries, dim, rng, centres)
+    if data == "random":
+        # (about the origin alone: unit vectors drawn at random)
+        vectors, asked = (clustered(n, dim, rng, np.zeros((1, dim))) for n in (size, queries))
+    else:
+        vectors, asked = clustered(size, dim, rng, centres), clustered(queries, dim, rng, centres)
     texts = [" ".join(rng.choice(words, 8)) for _ in range(size)]
     questions = [" ".join(rng.choice(words, 4)) for _ in range(queries)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,6 +225,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--synthetic", type=int, nargs="*", default=[20_000, 100_000],
                         help="sizes of the clustered synthetic scope timed against numpy's exact search")
+    parser.add_argument("--data", nargs="*", choices=["clustered", "random"], default=["clustered", "random"],
+                        help="the synthetic scopes' vectors: in 200 clusters with wide noise, or drawn at random")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     args = parser.parse_args()
@@ -228,9 +235,10 @@ def main() -> None:
     rows, embed_name = real_data(args.sizes, args.queries) if args.sizes else ([], "none (query vectors given)")
     synthetic_rows = []
     for size in args.synthetic:
-        conditions.sample()
-        synthetic_rows.append((size, *synthetic(size, args.queries)))
-        print(f"done synthetic {size}", flush=True)
+        for data in args.data:
+            conditions.sample()
+            synthetic_rows.append((size, data, *synthetic(size, args.queries, data)))
+            print(f"done synthetic {size} {data}", flush=True)
     conditions.sample()
     header = ("| memories | users | single saves/s | batched import/s | recall p50 ms | recall p99 ms "
               "| recall p50 ms, one a turn | first recall p50 ms, store just opened | recall+embed p50 ms "
@@ -240,19 +248,20 @@ def main() -> None:
              f"| {g:.0f} |" for s, u, a, b, c, d, t, o, e, f, g in rows]
     table_text = "\n".join([header, *lines]) if rows else ""
     if synthetic_rows:
-        table_text += ("\n\nSynthetic one-user scope (200 clusters, wide noise, 8 random words a memory), "
+        table_text += ("\n\nSynthetic one-user scope (vectors in 200 clusters with wide noise, or drawn at random; "
+                       "8 random words a memory), "
                        "alternating polymem recall (query vector given) and numpy exact search, numpy's BLAS on "
                        f"{os.environ['OMP_NUM_THREADS']} thread(s) (OMP_NUM_THREADS), timed once the scope's "
                        "approximate index (from 50,000 memories) is built; load is the 1-minute load average "
                        "when the queries started; `exact top-10 found`: the share of numpy's exact 10 nearest "
                        "that polymem's vector search alone (`nearest`) returns.\n\n"
-                       "| memories | polymem p50 ms | polymem p99 ms | numpy p50 ms | numpy p99 ms | p50 ratio "
+                       "| memories | vectors | polymem p50 ms | polymem p99 ms | numpy p50 ms | numpy p99 ms | p50 ratio "
                        "| polymem CPU p50 ms | numpy CPU p50 ms | CPU ratio | load | exact top-10 found "
                        "| index built in s |\n"
-                       "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-        table_text += "\n".join(f"| {s:,} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {a / c:.1f}x | {e:.2f} | {f:.2f} "
-                                f"| {e / f:.1f}x | {ld:.1f} | {fd:.2f} | {bs:.1f} |"
-                                for s, a, b, c, d, e, f, ld, fd, bs in synthetic_rows)
+                       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        table_text += "\n".join(f"| {s:,} | {k} | {a:.2f} | {b:.2f} | {c:.2f} | {d:.2f} | {a / c:.1f}x | {e:.2f} "
+                                f"| {f:.2f} | {e / f:.1f}x | {ld:.1f} | {fd:.2f} | {bs:.1f} |"
+                                for s, k, a, b, c, d, e, f, ld, fd, bs in synthetic_rows)
     print(f"During the run: {conditions.describe()}\n\n{table_text.lstrip()}")
     if not args.no_record:
         _results.append("Core", "bench_core.py",

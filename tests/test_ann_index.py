@@ -83,14 +83,51 @@ def test_the_index_finds_at_least_95_percent_of_the_exact_top_10(tmp_path: Path)
     vectors = clustered(ROWS, seed=1)
     mem, ids = filled(tmp_path / "m.db", vectors)
     indexed(mem)
-    queries = clustered(40, seed=2)
+    assert share_of_exact_top_10(mem, vectors, ids, clustered(40, seed=2)) >= 0.95
+    mem.close()
+
+
+def drawn_at_random(n: int, seed: int) -> np.ndarray:
+    """Unit vectors drawn at random: no row has near neighbours to speak of."""
+    vectors = np.random.default_rng(seed).normal(size=(n, DIMENSION))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def share_of_exact_top_10(mem: polymem.Memory, vectors: np.ndarray, ids: list[str], queries: np.ndarray) -> float:
     shares = []
     for query in queries:
         exact = {ids[i] for i in np.argsort(-(vectors @ query))[:10]}
         found = {record.memory_id for record, _ in mem.nearest(query, user_id="u", top_k=10)}
         shares.append(len(exact & found) / 10)
-    assert np.mean(shares) >= 0.95
+    return float(np.mean(shares))
+
+
+def test_an_index_of_rows_without_near_neighbours_reads_more_cells_and_still_finds_95_percent(tmp_path: Path) -> None:
+    vectors = drawn_at_random(ROWS, seed=40)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    scope = indexed(mem)
+    assert scope.cells_read > _ann.PROBES
+    assert share_of_exact_top_10(mem, vectors, ids, drawn_at_random(40, seed=41)) >= 0.95
     mem.close()
+
+
+def test_an_index_that_cannot_find_enough_of_the_nearest_is_not_searched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_ann, "TARGET_FOUND", 1.01)  # more than reading every cell finds
+    vectors = clustered(ROWS, seed=42)
+    mem, ids = filled(tmp_path / "m.db", vectors)
+    mem.nearest(vectors[0], user_id="u", top_k=1)
+    indexes(mem).wait(120)
+    (scope,) = indexes(mem).scopes.values()
+    assert scope.index is not None and not scope.ready
+    assert share_of_exact_top_10(mem, vectors, ids, clustered(20, seed=43)) == 1.0  # searched exactly
+    mem.close()
+    reopened = open_store(tmp_path / "m.db")  # the measure is kept with the file: not built again
+    reopened.nearest(vectors[0], user_id="u", top_k=1)
+    indexes(reopened).wait(120)
+    (scope,) = indexes(reopened).scopes.values()
+    assert scope.index is not None and scope.build_seconds is None and not scope.ready
+    reopened.close()
 
 
 def test_similarities_from_the_index_are_exact(tmp_path: Path) -> None:
@@ -221,6 +258,23 @@ def test_an_outliers_file_saved_before_fingerprints_is_read(tmp_path: Path) -> N
     with open(outliers, "wb") as out:
         np.savez(out, loss_limit=loss_limit, outliers=rows)
     assert not built_again(db)
+
+
+def test_an_index_file_saved_before_its_search_was_measured_is_measured_when_read(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    outliers = outliers_of(saved_index(db, seed=44))
+    with np.load(outliers) as kept:
+        written_then = {name: kept[name] for name in ("loss_limit", "outliers", "fingerprint")}
+    with open(outliers, "wb") as out:
+        np.savez(out, **written_then)
+    mem = open_store(db)
+    scope = indexed(mem)
+    assert scope.build_seconds is None  # read, not built again
+    assert scope.cells_read >= _ann.PROBES and scope.found >= _ann.TARGET_FOUND
+    mem.close()
+    (saved,) = index_files(db)
+    with np.load(outliers_of(saved)) as kept:  # and saved with its measure when the store closes
+        assert int(kept["cells_read"]) == scope.cells_read and int(kept["margin"]) == scope.margin
 
 
 def test_proposed_rows_are_mapped_to_the_slots_holding_them_after_deletes_and_saves(tmp_path: Path) -> None:
@@ -433,7 +487,7 @@ def test_a_recall_over_every_user_never_returns_an_expired_memory(tmp_path: Path
     mem.close()
 
 
-def test_a_query_reads_the_same_number_of_cells_however_large_the_index() -> None:
+def test_a_query_first_reads_the_same_number_of_cells_however_large_the_index() -> None:
     assert _ann.probes(632) == _ann.probes(2_000) == _ann.PROBES
     assert _ann.probes(20) == 20  # never more cells than the index has
 

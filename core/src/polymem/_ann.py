@@ -12,6 +12,13 @@ scope's live rows (a deleted, moved, expired or filtered-out row is dropped) and
 against the process's float32 copy, so every similarity returned is exact and only the choice of
 rows is approximate. When too few proposals survive the filters, the caller scans exactly.
 
+How many cells a query reads, and how many proposals it measures, is measured when the index is
+built: `PROBES` and `FETCH_MARGIN` where they propose `TARGET_FOUND` of the exact 10 nearest of a
+sample of the scope's own rows; more proposals where the codes order near neighbours too coarsely
+(rows of few dimensions), more cells where the rows have no near neighbours to speak of (vectors
+drawn at random spread a query's nearest over many cells); where even every cell does not, the
+index is not searched at all: the scope is searched exactly.
+
 A recall over every user of a namespace reads one index of the whole namespace (`Span`: every
 user's block), built once the namespace holds `ANN_ROWS` vectors in more than one scope; its
 proposals are mapped back through the process's copy the same way, so a row of another
@@ -26,8 +33,9 @@ Persistence: `<file>.ann/<scope key>-<seq>.faiss`, written to a temporary name t
 is the store's change counter the file reflects. A process that opens it adds the rows written
 since (by any process) and the rows it lacks; rows deleted since are dropped by the mapping above.
 A missing or unreadable file is rebuilt in a background thread while searches stay exact. Beside
-it, `<scope key>-<seq>.outliers.npz` keeps the rows its codes describe worst (see `ScopeIndex`)
-and a fingerprint of the index they were found in: a pair that does not match is rebuilt too.
+it, `<scope key>-<seq>.outliers.npz` keeps the rows its codes describe worst (see `ScopeIndex`),
+the cells a search reads, and a fingerprint of the index they were found in: a pair that does not
+match is rebuilt too.
 """
 
 from __future__ import annotations
@@ -62,7 +70,19 @@ ANN_ROWS = 50_000
 # 0.7-1.0): 1M rows, 32 / 40 read: 0.987 / 0.989 in 0.43 / 0.60 ms; 100k rows (top 100): 0.987 /
 # 0.995 in 0.13 / 0.15 ms; a recall over every user of the 1M, alternated processes: 2.27-2.37 /
 # 2.48-2.60 ms p50. 32: the exact top 10 found well above 0.95, in three quarters of the time.
+# The first number of cells tried: a scope whose rows have no near neighbours to speak of (vectors
+# drawn at random) spreads a query's nearest over many cells, and reads more (`_Calibration`).
 PROBES = 32
+# The share of the exact 10 nearest an index must propose, measured when it is built on a random
+# sample of its own rows (`_Calibration`): 0.97 of 64 rows' nearest, so that what a search finds
+# stays above 0.95 (issue #27's floor; a sample of 64 measures the share within about 0.02).
+# Cells read double from `PROBES`, and with each the margin of proposals from `FETCH_MARGIN`, until
+# it does; an index that does not even reading every cell is not searched (the scope is searched exactly). 100,000 random unit vectors (384 dimensions, 632
+# cells): 32 / 64 / 128 / 256 / 632 cells found 0.21 / 0.31 / 0.47 / 0.70 / 1.00 of the exact top 10
+# in 0.13 / 0.17 / 0.28 / 0.46 / 1.0 ms; in 200 clusters, 1.00 from 32.
+TARGET_FOUND = 0.97
+CALIBRATION_QUERIES = 64
+MARGIN_STEPS = 3  # margins tried: FETCH_MARGIN, twice, 4 and 8 times it
 # Proposals measured exactly beyond 1.25 x those wanted (`proposals`): compressed codes order a
 # query's near neighbours coarsely, so a search of 10 reads 60 proposals and a recall's 100
 # candidates 173. Measured with `bench_ann_settings.py` against 128 (bench/RESULTS.md, 2026-12-04,
@@ -90,13 +110,13 @@ _CHUNK = 50_000
 _FILE_NAMESPACE = "ivfsq8-v1"
 
 
-def proposals(wanted: float) -> int:
-    """How many rows the index proposes for `wanted` rows (`FETCH_MARGIN`)."""
-    return int(wanted * 1.25) + FETCH_MARGIN
+def proposals(wanted: float, margin: int = FETCH_MARGIN) -> int:
+    """How many rows the index proposes for `wanted` rows (`FETCH_MARGIN`, or the margin an index measured)."""
+    return int(wanted * 1.25) + margin
 
 
 def probes(cells: int) -> int:
-    """Cells a query reads in an index of `cells` cells."""
+    """Cells a query reads first in an index of `cells` cells (`_Calibration` may take more)."""
     return min(cells, PROBES)
 
 
@@ -182,7 +202,6 @@ class _Filling:
         import faiss
 
         index = faiss.IndexIVFPQFastScan(self.plain)  # (holds the plain index, and through it the cells)
-        _tune(index)
         self.plain.reset()  # its codes: the fast-scan index has its own copy
         ids = np.concatenate(self.ids) if self.ids else np.zeros(0, dtype=np.int64)
         losses = np.concatenate(self.losses) if self.losses else np.zeros(0, dtype=np.float32)
@@ -276,9 +295,67 @@ def spherical_kmeans(vectors: np.ndarray, cells: int, rounds: int = 10, seed: in
     return np.ascontiguousarray(centres, dtype=np.float32)
 
 
-def _tune(index: Any) -> None:
-    """Set how `index` is searched (not kept in its file)."""
-    index.nprobe = probes(index.nlist)
+def _tune(index: Any, cells_read: int) -> None:
+    """Set how `index` is searched (not kept in its file: in its outliers' beside it)."""
+    index.nprobe = max(1, cells_read)
+
+
+class _Calibration:
+    """How an index must be searched: the exact 10 nearest rows of `CALIBRATION_QUERIES` of the
+    scope's own rows (each row's own excluded), gathered as the rows are read a chunk at a time
+    (`add`), against what the index proposes for them (`settings`)."""
+
+    NEAREST = 10
+
+    def __init__(self, parts: list[_ScopeBlock], n: int) -> None:
+        chosen = np.sort(np.random.default_rng(n + 1).choice(n, min(n, CALIBRATION_QUERIES), replace=False))
+        queries, ids, start = [], [], 0
+        for block in parts:
+            mine = chosen[(chosen >= start) & (chosen < start + block.size)] - start
+            queries.append(block.matrix[mine])
+            ids.append(block.rowids[mine])
+            start += block.size
+        self.queries = np.ascontiguousarray(np.concatenate(queries), dtype=np.float32)
+        self.query_ids = np.concatenate(ids).astype(np.int64)
+        self.sims = np.full((len(self.query_ids), self.NEAREST), -np.inf, dtype=np.float32)
+        self.nearest = np.full((len(self.query_ids), self.NEAREST), -1, dtype=np.int64)
+
+    def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        """Rows of the scope (every row once, in any order and chunks)."""
+        if not len(ids) or not len(self.query_ids):
+            return
+        sims = self.queries @ vectors.T
+        sims[self.query_ids[:, None] == ids[None, :]] = -np.inf  # a query's own row
+        sims = np.concatenate([self.sims, sims], axis=1)
+        ids = np.concatenate([self.nearest, np.broadcast_to(ids, (len(sims), len(ids)))], axis=1)
+        top = np.argpartition(-sims, self.NEAREST - 1, axis=1)[:, :self.NEAREST]
+        self.sims, self.nearest = np.take_along_axis(sims, top, 1), np.take_along_axis(ids, top, 1)
+
+    def settings(self, index: Any, outliers: np.ndarray) -> tuple[int, int, float]:
+        """The cells to read and the margin of proposals (`proposals`) that propose `TARGET_FOUND`
+        of the exact nearest, and the share they found: the fewest cells (from `PROBES`, doubling),
+        and with them the smallest margin (from `FETCH_MARGIN`, doubling up to `MARGIN_STEPS`
+        times). Codes too coarse to order near neighbours (few dimensions) need a wider margin;
+        rows without near neighbours, more cells; (0, 0, share) when even every cell does not do."""
+        truths = [set(row[sims > -np.inf].tolist()) for row, sims in zip(self.nearest, self.sims)]
+        total = sum(map(len, truths))
+        if not total:
+            return probes(index.nlist), FETCH_MARGIN, 1.0
+        always = set(outliers.tolist())  # proposed by every search
+        margins = [FETCH_MARGIN << step for step in range(MARGIN_STEPS + 1)]
+        cells, found = probes(index.nlist), 0.0
+        while True:
+            index.nprobe = cells
+            _, labels = index.search(self.queries, proposals(self.NEAREST, margins[-1]))
+            for margin in margins:
+                fetched = proposals(self.NEAREST, margin)
+                found = sum(len(truth & (always | set(row[:fetched].tolist())))
+                            for truth, row in zip(truths, labels)) / total
+                if found >= TARGET_FOUND:
+                    return cells, margin, found
+            if cells >= index.nlist:
+                return 0, 0, found
+            cells = min(index.nlist, 2 * cells)
 
 
 def _is_current(index: Any, dimension: int) -> bool:
@@ -322,6 +399,12 @@ class ScopeIndex:
         # rows whose code lost more than any of a random sample's (`code_losses`): proposed by every search
         self.loss_limit = float("inf")
         self.outliers = np.zeros(0, dtype=np.int64)
+        # cells a search reads (0: the index does not find enough of a search's nearest rows, and
+        # the scope is searched exactly), the margin of its proposals (`proposals`), and the share
+        # of the exact nearest found so (`_Calibration`)
+        self.cells_read = 0
+        self.margin = FETCH_MARGIN
+        self.found = 0.0
         self.build_seconds: float | None = None
         self.builder: threading.Thread | None = None
         # whether `_maybe_rebuild` must look again: rows changed, or a build ended, since it last
@@ -331,7 +414,8 @@ class ScopeIndex:
 
     @property
     def ready(self) -> bool:
-        return self.index is not None
+        """Whether the index is built (or read) and answers searches."""
+        return self.index is not None and self.cells_read > 0
 
     # -- changes (called with the store's lock held) ------------------------------------------
     def changed(self, rowids: list[int]) -> None:
@@ -362,14 +446,16 @@ class ScopeIndex:
     def best(self, block: _ScopeBlock, query: np.ndarray, mask: np.ndarray | None, kept: int,
              limit: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Slots and exact products of the best `limit` rows `mask` keeps, or None: search exactly."""
-        if self.index is None or kept * MAX_OVERFETCH < block.size or not self.held:
+        if self.index is not None and not self.ready:
+            self._maybe_rebuild()  # (an index that does not answer may, once the rows have changed)
+        if not self.ready or kept * MAX_OVERFETCH < block.size or not self.held:
             return None
         n = block.size
         wanted = min(limit, kept)
         # compressed codes misorder near-duplicates (a memory saved in many wordings): fetch a margin
         # beyond the rows wanted, to be measured exactly (at 100k real embeddings, 10 + 18 rows
         # found 0.93 of the exact top 10)
-        labels = self.propose(query, proposals(wanted * n / kept))
+        labels = self.propose(query, proposals(wanted * n / kept, self.margin))
         slots = self._slots(block, labels)
         slots = np.sort(slots[slots >= 0])  # duplicates: a row re-added after a change of vector
         slots = slots[np.concatenate(([True], slots[1:] != slots[:-1]))]  # (np.unique: 5x the time)
@@ -436,6 +522,7 @@ class ScopeIndex:
                     return
                 parts = rows.parts()
                 sample = _training_sample(parts, n)
+                calibration = _Calibration(parts, n)
                 self.noted_while_building.clear()
             filling = _Filling(sample, cell_count(n))
             del sample
@@ -450,9 +537,12 @@ class ScopeIndex:
                         ids = block.rowids[start:min(block.size, start + _CHUNK)].copy()
                         vectors = np.ascontiguousarray(block.matrix[start:start + len(ids)])
                     filling.add(vectors, ids)
+                    calibration.add(vectors, ids)
                     start += len(ids)
             index, held, losses = filling.index()
             loss_limit, outliers = _outliers(held, losses, n)
+            settings = calibration.settings(index, outliers)
+            _tune(index, settings[0])
             with lock:
                 # rows a delete moved into a slot already read, rows of blocks begun since, rows changed meanwhile
                 live = rows.live_ids()
@@ -461,6 +551,7 @@ class ScopeIndex:
                     self.index = index
                 self.held, self.dead, self.trained_rows = len(held), 0, n
                 self.loss_limit, self.outliers = loss_limit, outliers
+                self.cells_read, self.margin, self.found = settings
                 self._catch_up()
                 seq = self.cache.seq
             self.build_seconds = time.perf_counter() - started
@@ -484,6 +575,9 @@ class ScopeIndex:
                 ids = _ids(index)
                 with np.load(_outliers_file(path)) as saved:
                     loss_limit, outliers = float(saved["loss_limit"]), saved["outliers"].astype(np.int64)
+                    # (a file saved before its search was measured is measured below)
+                    measured = (int(saved["cells_read"]), int(saved["margin"]), float(saved["found"])) \
+                        if "cells_read" in saved else None
                     # (a file saved before fingerprints were kept is read as it was written)
                     if "fingerprint" in saved and str(saved["fingerprint"]) != _fingerprint(index, ids):
                         raise ValueError("the outliers of another build")
@@ -492,7 +586,6 @@ class ScopeIndex:
                     with contextlib.suppress(OSError):
                         stale.unlink()
                 continue
-            _tune(index)
             live = self.rows.live_ids()
             present = np.isin(live, ids)
             where, params = self.rows.scope_sql()
@@ -506,8 +599,25 @@ class ScopeIndex:
             self.dead = int(np.count_nonzero(~np.isin(ids, live))) + len(changed)
             self.trained_rows = len(ids)
             self.saved_seq = seq
+            if measured is None:
+                self._catch_up()  # (the rows measured against: the scope's rows now)
+                measured = self._calibrated()
+                self.changed_since_save = self.held  # saved again, measured, on close
+            self.cells_read, self.margin, self.found = measured
+            _tune(index, self.cells_read)
             return True
         return False
+
+    def _calibrated(self) -> tuple[int, int, float]:
+        """`_Calibration.settings` of the index against the scope's rows now (store lock held)."""
+        parts = self.rows.parts()
+        calibration = _Calibration(parts, self.rows.size)
+        for block in parts:
+            for start in range(0, block.size, _CHUNK):
+                stop = min(block.size, start + _CHUNK)
+                calibration.add(block.matrix[start:stop], block.rowids[start:stop])
+        with self.mutex:
+            return calibration.settings(self.index, self.outliers)
 
     def save(self, seq: int) -> None:
         folder = self.owner.folder
@@ -523,7 +633,8 @@ class ScopeIndex:
                 faiss.write_index(self.index, str(temporary))
                 with open(temporary.with_suffix(".npz"), "wb") as out:
                     np.savez(out, loss_limit=self.loss_limit, outliers=self.outliers,
-                             fingerprint=_fingerprint(self.index, _ids(self.index)))
+                             fingerprint=_fingerprint(self.index, _ids(self.index)),
+                             cells_read=self.cells_read, margin=self.margin, found=self.found)
             os.replace(temporary.with_suffix(".npz"), _outliers_file(final))  # first: a file found has its outliers
             os.replace(temporary, final)
             self.saved_seq, self.changed_since_save = seq, 0
@@ -624,9 +735,11 @@ class Span:
         """Rowids and exact products of the best `limit` unexpired rows of the namespace the index
         proposes, or None (no index yet, or too few proposals left: search exactly)."""
         ann = self.ann
-        if ann is None or ann.index is None or not ann.held:
+        if ann is not None and ann.index is not None and not ann.ready:
+            ann._maybe_rebuild()  # (an index that does not answer may, once the rows have changed)
+        if ann is None or not ann.ready or not ann.held:
             return None
-        rowids, numbers, slots = self._places(ann.propose(query, proposals(limit)))
+        rowids, numbers, slots = self._places(ann.propose(query, proposals(limit, ann.margin)))
         # each proposal gathered on its own: the proposals fall in many users' blocks, a few
         # each, where grouping them by block cost ~20 us of numpy calls a block (100 users:
         # 2.6 ms of a 4 ms search at 200k rows)

@@ -198,6 +198,37 @@ def test_an_index_finds_the_exact_nearest_rows() -> None:
     assert all(list(exact.above(i, 0.8)) == sorted(exact.above(i, 0.8), key=lambda p: -p[1]) for i in range(50))
 
 
+def drawn_at_random_with_planted_pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """8,000 unit vectors drawn at random (64 dimensions: no near neighbours to speak of) and 160
+    pairs among them made near-duplicates (cosine 0.94-0.97)."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((8000, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pairs = rng.choice(8000, (160, 2), replace=False)
+    noise = rng.standard_normal((160, 64)).astype(np.float32)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    vectors[pairs[:, 1]] = 0.95 * vectors[pairs[:, 0]] + 0.31 * noise
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors, pairs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_index_of_rows_drawn_at_random_finds_every_near_duplicate_pair_from_both_rows(seed: int) -> None:
+    vectors, pairs = drawn_at_random_with_planted_pairs(seed)
+    approximate = Neighbours(vectors, 10, exact_up_to=0)
+    for a, b in pairs.tolist():
+        assert b in {row for row, _ in approximate.above(a, 0.9)}
+        assert a in {row for row, _ in approximate.above(b, 0.9)}
+
+
+def test_a_row_found_by_its_own_search_and_by_the_others_is_listed_once() -> None:
+    vectors, pairs = drawn_at_random_with_planted_pairs(3)
+    approximate = Neighbours(vectors, 10, exact_up_to=0)
+    for row in pairs.ravel()[:40].tolist():
+        listed = [other for other, _ in approximate.above(row, 0.0)]
+        assert len(listed) == len(set(listed))
+
+
 @pytest.mark.parametrize(("language", "merged"), [("german", 1), ("english", 0)])
 def test_memories_without_vectors_are_compared_by_their_terms_in_the_stores_language(
         tmp_path: Path, language: str, merged: int) -> None:

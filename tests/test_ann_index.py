@@ -589,8 +589,10 @@ def test_a_larger_scope_is_split_into_more_cells_of_at_least_32_sampled_rows() -
 def test_cells_are_trained_on_a_random_sample_not_on_every_kth_row(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_ann, "TRAINING_ROWS", 1_000)
     # rows saved in a repeating pattern of 4: every 4th row would all be of the first kind
-    first = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4, size=2_000)
-    second = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4, size=2_000)
+    first = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4, rowids=np.arange(2_000),
+                            size=2_000)
+    second = SimpleNamespace(matrix=np.arange(2_000, dtype=np.float32)[:, None] % 4,
+                             rowids=np.arange(2_000, 4_000), size=2_000)
     sample = _ann._training_sample([first, second], 4_000)
     assert len(sample) == 1_000
     kinds = np.bincount(sample[:, 0].astype(int), minlength=4) / len(sample)

@@ -309,15 +309,7 @@ class _Calibration:
     NEAREST = 10
 
     def __init__(self, parts: list[_ScopeBlock], n: int) -> None:
-        chosen = np.sort(np.random.default_rng(n + 1).choice(n, min(n, CALIBRATION_QUERIES), replace=False))
-        queries, ids, start = [], [], 0
-        for block in parts:
-            mine = chosen[(chosen >= start) & (chosen < start + block.size)] - start
-            queries.append(block.matrix[mine])
-            ids.append(block.rowids[mine])
-            start += block.size
-        self.queries = np.ascontiguousarray(np.concatenate(queries), dtype=np.float32)
-        self.query_ids = np.concatenate(ids).astype(np.int64)
+        self.queries, self.query_ids = _drawn(parts, n, CALIBRATION_QUERIES, seed=n + 1)
         self.sims = np.full((len(self.query_ids), self.NEAREST), -np.inf, dtype=np.float32)
         self.nearest = np.full((len(self.query_ids), self.NEAREST), -1, dtype=np.int64)
 
@@ -375,13 +367,20 @@ def _training_sample(parts: list[_ScopeBlock], n: int) -> np.ndarray:
     rows crowd into cells trained for others: at 1M rows of 3,000 sentences repeated with noise, a
     sample of every 15th row held 200 of the sentences, and 46 cells found 0.92 of the exact top
     10 where a random sample's found 0.98."""
-    chosen = np.sort(np.random.default_rng(n).choice(n, min(n, TRAINING_ROWS), replace=False))
-    picked, start = [], 0
+    return _drawn(parts, n, TRAINING_ROWS, seed=n)[0]
+
+
+def _drawn(parts: list[_ScopeBlock], n: int, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors (contiguous float32) and rowids of at most `count` of the `n` rows of `parts`,
+    drawn at random (the same for the same `seed`), in the blocks' order."""
+    chosen = np.sort(np.random.default_rng(seed).choice(n, min(n, count), replace=False))
+    vectors, ids, start = [], [], 0
     for block in parts:
         mine = chosen[(chosen >= start) & (chosen < start + block.size)] - start
-        picked.append(block.matrix[mine])
+        vectors.append(block.matrix[mine])
+        ids.append(block.rowids[mine])
         start += block.size
-    return np.ascontiguousarray(np.concatenate(picked))
+    return np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32), np.concatenate(ids).astype(np.int64)
 
 
 class ScopeIndex:

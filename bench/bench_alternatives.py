@@ -50,6 +50,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -722,6 +723,8 @@ class Trial:
 
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder.exists():  # (a 1M store's copy is 2.5 GB: say so rather than fill the disk unseen)
+            print(f"could not remove {self.folder}", file=sys.stderr, flush=True)
 
 
 def passes(saves: int, queries: int, repeats: int) -> Iterator[tuple[str, int, range]]:
@@ -1113,6 +1116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--child", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=3, metavar=("STORE", "SIZE", "DATA"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    # A run stopped by SIGTERM (a timeout, `kill`) unwinds as an exit, so that each store's
+    # `finally` removes its copy of the store (Python's default for SIGTERM runs none of them).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.child:
         row = measure(args.child[0], int(args.child[1]), Path(args.child[2]), args.queries, args.saves,
                       args.repeats, args.budget, args.users, args.store_cache)

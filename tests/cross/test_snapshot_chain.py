@@ -101,7 +101,8 @@ def test_an_embedder_change_re_embeds_and_never_mixes(tmp_path: Path, clock: Fak
         assert [h.memory.content for h in mem.recall("蓝色", user_id="xiaoming-zh")] == ["我喜欢蓝色"]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "corrupt", "count"])
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "count", "surrogate in a summary",
+                                    "surrogate in a message"])
 @pytest.mark.parametrize("target", ["sqlite", "memory"])
 def test_a_damaged_snapshot_is_refused_with_its_line_and_leaves_nothing(tmp_path: Path, clock: FakeClock,
                                                                        damage: str, target: str) -> None:
@@ -115,9 +116,18 @@ def test_a_damaged_snapshot_is_refused_with_its_line_and_leaves_nothing(tmp_path
     elif damage == "corrupt":
         lines[2] = lines[2][: len(lines[2]) // 2] + "\n"
         expected = "line 3"
-    else:
+    elif damage == "count":
         lines[-1] = json.dumps({"type": "end", "memories": 99, "sessions": 1}) + "\n"
         expected = f"line {len(lines)}"
+    else:  # a lone surrogate, escaped as JSON allows it: text no store can keep
+        number, session = next((n, json.loads(line)) for n, line in enumerate(lines)
+                               if json.loads(line).get("type") == "session")
+        if damage == "surrogate in a summary":
+            session["summary"] = "before \ud800 after"
+        else:
+            session["messages"][0]["message"]["content"] = "\udfff"
+        lines[number] = json.dumps(session) + "\n"
+        expected = f"line {number + 1}: holds text that is not valid Unicode"
     (tmp_path / "bad.jsonl").write_text("".join(lines), encoding="utf-8")
     url = f"sqlite:///{tmp_path / 'dst.db'}" if target == "sqlite" else f"memory://bad-{damage}-{tmp_path.name}"
     with polymem.open(url, embedder=None, clock=clock) as mem:

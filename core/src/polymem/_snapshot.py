@@ -243,6 +243,12 @@ def _numbered(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             raise SnapshotError(f"line {number}: not valid JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise SnapshotError(f"line {number}: expected a JSON object")
+        if b"\\u" in raw:  # only an escape spells a lone surrogate, which no store can keep
+            try:
+                json.dumps(obj, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise SnapshotError(f"line {number}: holds text that is not valid Unicode "
+                                    "(an escaped lone surrogate)") from None
         yield number, obj
 
 

@@ -195,6 +195,36 @@ def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path
     assert [p.name.split("-")[:2] for p in (tmp_path / "kept").iterdir()] == [["polymem", "sqlite"]]
 
 
+def test_the_kept_store_holds_the_index_its_first_recall_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from polymem import _ann
+
+    alternatives = _module("bench_alternatives")
+    monkeypatch.setattr(_ann, "ANN_ROWS", 3_000)
+    data, kept, rng = tmp_path / "data", tmp_path / "kept", np.random.default_rng(0)
+    data.mkdir()
+    np.savez(data / "vectors.npz", base=alternatives.unit_rows(rng.normal(size=(40, 384)).astype(np.float32)),
+             queries=alternatives.unit_rows(rng.normal(size=(5, 384)).astype(np.float32)))
+    (data / "meta.json").write_text(json.dumps({"model_id": "bench-test-model"}))
+    first = alternatives.Trial("polymem-sqlite", 3_000, data, 5, 2, 1, kept)  # loads, keeps, warms: builds
+    first.store.close()
+    first.discard()
+    built_note = alternatives.PolymemSQLite.note
+    alternatives.PolymemSQLite.note = ""
+    [copy] = kept.iterdir()
+    assert list((copy / "memory.db.ann").glob("*.faiss"))
+    second = alternatives.Trial("polymem-sqlite", 3_000, data, 5, 2, 1, kept)  # a copy of the kept store
+    try:
+        scopes = list(second.store.mem.backend.indexes.scopes.values())
+        assert second.load_s is None and scopes
+        assert all(s.index is not None and s.build_seconds is None for s in scopes)  # read from its file
+        assert alternatives.PolymemSQLite.note.startswith(built_note.split(" (")[0])
+    finally:
+        second.store.close()
+        second.discard()
+
+
 def _timed_between(tmp_path: Path, *options: str) -> dict[str, list[float]]:
     rows = tmp_path / "rows.json"
     _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "6", "--saves", "4", "--repeats", "1",

@@ -4,6 +4,7 @@ of them a search need read (`ScoringPolicy.worth_reading`)."""
 from __future__ import annotations
 
 import functools
+import random
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -13,7 +14,8 @@ import numpy as np
 
 import polymem
 from polymem import MemoryDraft, ScoringPolicy, _plan
-from polymem._backend import SearchRequest
+from polymem._backend import Candidate, SearchRequest
+from polymem._engine import _Ranked, hit_order, in_hit_order
 from polymem._storage import Search
 from polymem._text import terms
 
@@ -122,3 +124,33 @@ def test_a_memory_deleted_between_the_search_and_the_fetch_gives_its_place_to_th
 
         hits = _plan.drive(mem.engine.recall("tea", user_id="ann", top_k=5), step)
         assert [h.memory.memory_id for h in hits] == longer[1:]
+
+
+def _ranked(score: float, created_s: int, memory_id: str) -> _Ranked:
+    return _Ranked(Candidate(None, None, None, memory_id=memory_id, created_us=created_s * 1_000_000),
+                   score, score, None, None, 0.0)
+
+
+def test_hits_of_equal_score_are_ordered_older_memory_first_then_by_id() -> None:
+    hits = [_ranked(0.5, 30, "c"), _ranked(0.9, 50, "z"), _ranked(0.5, 10, "b"), _ranked(0.5, 10, "a")]
+    assert [h.memory.memory_id for h in in_hit_order(hits)] == ["z", "a", "b", "c"]
+
+
+def test_hits_are_put_in_recall_order_whether_or_not_scores_repeat() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        hits = [_ranked(rng.choice([0.25, 0.5, rng.random()]), rng.randrange(4), f"m{rng.randrange(50)}")
+                for _ in range(rng.randrange(1, 40))]
+        assert [id(h) for h in in_hit_order(list(hits))] == [id(h) for h in sorted(hits, key=hit_order)]
+
+
+def test_rank_orders_candidates_of_equal_score_older_memory_first() -> None:
+    engine = polymem.open("memory://", embedder=VectorTable()).engine
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    seen_us = int((now.timestamp() - 3600) * 1_000_000)  # the same last access: the same live score
+    candidates = [Candidate(None, 0.8, None, memory_id=i, importance=0.5, created_us=seen_us - age, accessed_us=seen_us)
+                  for i, age in [("new", 1), ("b-old", 9), ("a-old", 9), ("closer", 5)]]
+    candidates[3].similarity = 0.9
+    for best in (None, 2):
+        ranked = engine.rank(candidates, now, vector_mode=True, admit_all=True, best=best)
+        assert [h.memory.memory_id for h in ranked] == ["closer", "a-old", "b-old", "new"][:best]

@@ -275,7 +275,7 @@ class PolymemSQLite(Store):
         if folder.is_dir() and any(folder.iterdir()) and not (kept / folder.name).exists():
             shutil.copytree(folder, kept / folder.name)
             if type(self).note:
-                (kept / "note").write_text(f"{type(self).note} (in the run that made `--store-cache`'s copy)")
+                (kept / "note").write_text(f"{type(self).note} (measured in the run that added the index to `--store-cache`'s copy)")
 
     def save(self, text: str, vector: np.ndarray) -> None:
         self.mem.save(text, user_id="u0", vector=vector)

@@ -445,8 +445,9 @@ _NOT_ACCESSED = np.iinfo(np.int64).min
 _IMPORTANCE, _CREATED, _ACCESSED, _COUNT = range(4)
 _TOUCHED = np.array([_IMPORTANCE, _ACCESSED, _COUNT])  # the columns a recall's bonus changes (`_VectorCache.touch`)
 # A row of `_CACHE_COLUMNS`: (rowid, namespace, user_id, agent_id, category, status, expire_at,
-# embedding_model, vector, importance, created_at, last_accessed_at, access_count)
-_CachedRow = tuple[int, str, "str | None", "str | None", str, str, "int | None", "str | None", bytes, float, int,
+# embedding_model, vector, importance, created_at, last_accessed_at, access_count); read by
+# `_SCOPE_ROWS`, its status and model are None (those the read asked for)
+_CachedRow = tuple[int, str, "str | None", "str | None", str, "str | None", "int | None", "str | None", bytes, float, int,
                    "int | None", int]
 
 
@@ -874,9 +875,12 @@ _MISSING_VECTORS = (
 _CACHE_COLUMNS = ("rowid, namespace, user_id, agent_id, category, status, expire_at, embedding_model, vector, "
                   "importance, created_at, last_accessed_at, access_count")
 # The rows of a scope (`where`: its namespace, and user) a search reads for the first time, through
-# the scope's index: the planner would take migration 14's index of every namespace's rows by model.
-_SCOPE_ROWS = (f"SELECT {_CACHE_COLUMNS} FROM memories INDEXED BY memories_scope_created WHERE {{where}} "
-               "AND status = 'active' AND embedding_model IS ? AND vector IS NOT NULL")
+# the scope's index (the planner would take migration 14's index of every namespace's rows by
+# model), as `_CACHE_COLUMNS` with the status and model the condition asks for read as NULL: a
+# Python string a row less (1M rows over 100 users, every user: 3.95 -> 3.5 s).
+_SCOPE_ROWS = ("SELECT rowid, namespace, user_id, agent_id, category, NULL, expire_at, NULL, vector, importance, "
+               "created_at, last_accessed_at, access_count FROM memories INDEXED BY memories_scope_created "
+               "WHERE {where} AND status = 'active' AND embedding_model IS ? AND vector IS NOT NULL")
 # How many active rows each user of such a scope has, from the index alone (those of another model
 # or without a vector too: at most what the read gives; 1M rows over 100 users: 0.08 s).
 _SCOPE_COUNTS = ("SELECT user_id, COUNT(*) FROM memories INDEXED BY memories_scope_created WHERE {where} "

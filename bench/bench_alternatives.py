@@ -24,6 +24,9 @@ After its load each store is timed for:
 - `exact top-10 found`: how many of the exact 10 nearest memories (numpy over every vector the
   store holds) the store's own vector search returns, on average over the first queries; the
   speed of an approximate index (HNSW) is bought with what it misses;
+- `first recall s`: a store reopened from its files (`--store-cache`'s copy) answers its first
+  recall as a process that just opened it would (polymem reads its vectors into the process,
+  Chroma its HNSW index); – for a store not reopened;
 - `peak MB`: the process's peak resident memory above what it held before opening the store,
   pages of mapped files included (SQLite's memory-mapped database file: the share is printed
   under the table where it is `MAPPED_NOTE_MB` or more);
@@ -189,9 +192,10 @@ class Store:
         """The texts of the top-10 by the store's own vector search (stores that search)."""
         raise NotImplementedError
 
-    def warm(self, text: str, vector: np.ndarray) -> None:
-        """Before timing: caches as a long-running process has them (one recall)."""
-        self.recall(text, vector)
+    def warm(self, text: str, vector: np.ndarray) -> float:
+        """Before timing: caches as a long-running process has them (one recall). Returns the
+        seconds of its first recall."""
+        return timed(lambda: self.recall(text, vector))
 
     def close(self) -> None:
         pass
@@ -250,15 +254,15 @@ class PolymemSQLite(Store):
         """Whose memories a recall reads: the one user's, or (`--users` above 1) every user's."""
         return "u0" if self.users == 1 else None
 
-    def warm(self, text: str, vector: np.ndarray) -> None:
+    def warm(self, text: str, vector: np.ndarray) -> float:
         """A first recall of a scope of `polymem._ann.ANN_ROWS` memories or more starts building its
         approximate index in the background, and searches exactly until it is done: wait for it, as
         a long-running agent has it (the next process reads it from its file)."""
         started = time.perf_counter()
-        self.recall(text, vector)
+        first = timed(lambda: self.recall(text, vector))
         indexes = getattr(self.mem.backend, "indexes", None)
         if indexes is None:  # a checkout without approximate indexes
-            return
+            return first
         indexes.wait(3600)
         built = [s.build_seconds for s in indexes.scopes.values() if s.build_seconds is not None]
         if built:
@@ -267,6 +271,7 @@ class PolymemSQLite(Store):
                                   f"load in {max(built):.1f} s (first recall to ready: "
                                   f"{time.perf_counter() - started:.1f} s), {folder_mb(folder):.1f} MB on disk "
                                   "(in `disk MB`)")
+        return first
 
     def keep_warm(self, kept: Path) -> None:
         """The approximate index the first recall built (73 s at 1M over every user), and the note
@@ -317,15 +322,16 @@ class PolymemPostgres(PolymemSQLite):
             return polymem.Memory(PostgresBackend(url), _engine("default", self.lookup, None, None, None, None,
                                                                 None, None, 8000))
 
-    def warm(self, text: str, vector: np.ndarray) -> None:
+    def warm(self, text: str, vector: np.ndarray) -> float:
         """A first recall starts copying the user's vectors into the process in the background
         (scopes of 256 memories or more); wait for the copy, as a long-running agent has it
         (later saves keep it current)."""
-        self.recall(text, vector)
+        first = timed(lambda: self.recall(text, vector))
         cache = self.mem.backend.vector_cache
         deadline = time.monotonic() + 300
         while cache.loading and time.monotonic() < deadline:  # none when the scope is too small to copy
             time.sleep(0.05)
+        return first
 
     def disk_mb(self) -> float:
         return self.size_mb
@@ -677,7 +683,9 @@ class Trial:
                 shutil.copytree(self.folder, kept)
                 (kept / "complete").write_text(f"loaded in {self.load_s:.1f} s\n")
                 store.reopen()
-        store.warm(self.qtexts[0], self.qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
+        first = store.warm(self.qtexts[0], self.qvecs[0])  # warm caches (polymem's vector cache, Chroma's index)
+        # a store reopened from its files (`--store-cache`) answers its first recall as a new process would
+        self.first_recall_s = None if kept is None else first
         if kept is not None:
             store.keep_warm(kept)
             if not cls.note and (kept / "note").exists():
@@ -732,7 +740,7 @@ class Trial:
                     "recall_per_s": float(np.median([len(p) / sum(p) for p in recall_passes])),
                     "nearest_p50": median_pct(nearest_passes, 50) if (nearest_passes := [
                         p for p in self.nearest_passes if p]) else None,
-                    "peak_mb": peak, "mapped_mb": mapped, "disk_mb": disk,
+                    "first_recall_s": self.first_recall_s, "peak_mb": peak, "mapped_mb": mapped, "disk_mb": disk,
                     "n_recalls": sum(map(len, recall_passes)), "n_saves": sum(map(len, save_passes)),
                     "exact_found": found, "timed_between": self.timed_between}
         finally:
@@ -980,8 +988,8 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
         ref = next((r for r in rows if r["size"] == size and r["store"] == "polymem-sqlite"), None)
         out += [f"**{size:,} memories**\n",
                 "| store | persists | load/s | save p50 ms | save p99 ms | save/s | recall p50 ms | recall p99 ms | recall/s "
-                "| exact top-10 found | peak MB | disk MB | recall p50 vs polymem |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "| exact top-10 found | first recall s | peak MB | disk MB | recall p50 vs polymem |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sorted((r for r in rows if r["size"] == size), key=lambda r: r["recall_p50"]):
             cls = BY_NAME[r["store"]]
             label = cls.label + ("" if cls.searches else " — *no search: reads the whole history*")
@@ -990,7 +998,8 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
             out.append(f"| {label} | {'yes' if cls.persists else 'no'} | {load} | "
                        f"{r['save_p50']:.2f} | {r['save_p99']:.2f} | {r['save_per_s']:,.0f} | {r['recall_p50']:.2f} | "
                        f"{r['recall_p99']:.2f} | "
-                       f"{r['recall_per_s']:,.0f} | {found_share(r)} | {r['peak_mb']:.0f} | {r['disk_mb']:.1f} | "
+                       f"{r['recall_per_s']:,.0f} | {found_share(r)} | {first_recall(r)} | {r['peak_mb']:.0f} | "
+                       f"{r['disk_mb']:.1f} | "
                        f"{ratio} |")
         out.append("")
         if ref:
@@ -1020,6 +1029,10 @@ def render(rows: list[dict[str, Any]], skipped: dict[str, str], failed: dict[str
 
 def found_share(row: dict[str, Any]) -> str:
     return "–" if row.get("exact_found") is None else f"{row['exact_found']:.2f}"
+
+
+def first_recall(row: dict[str, Any]) -> str:
+    return "–" if row.get("first_recall_s") is None else f"{row['first_recall_s']:.2f}"
 
 
 def persisting_searchers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -195,6 +195,15 @@ def test_alternatives_start_from_the_kept_stores_with_store_cache(tmp_path: Path
     assert [p.name.split("-")[:2] for p in (tmp_path / "kept").iterdir()] == [["polymem", "sqlite"]]
 
 
+def test_a_store_reopened_from_its_files_reports_its_first_recall(tmp_path: Path) -> None:
+    _run([str(BENCH / "bench_alternatives.py"), "--sizes", "200", "--queries", "5", "--saves", "4", "--repeats", "1",
+          "--base", "40", "--only", "polymem-sqlite", "numpy", "--no-record", "--plot", str(tmp_path / "p.png"),
+          "--store-cache", str(tmp_path / "kept"), "--json", str(tmp_path / "rows.json")], tmp_path)
+    rows = {r["store"]: r for r in json.loads((tmp_path / "rows.json").read_text())}
+    assert rows["polymem-sqlite"]["first_recall_s"] > 0  # loaded, kept, and reopened before its first recall
+    assert rows["numpy"]["first_recall_s"] is None  # nothing to reopen
+
+
 def test_the_kept_store_holds_the_index_its_first_recall_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 

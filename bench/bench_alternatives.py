@@ -226,6 +226,7 @@ class NumpyFloor(Store):
 
 class PolymemSQLite(Store):
     name, label, modules = "polymem-sqlite", "polymem, embedded (SQLite file)", ("polymem",)
+    imports = ("polymem",)
     users = 1  # `--users`: memory i belongs to user u{i % users}; above 1, recalls are over every user
 
     def url(self) -> str:
